@@ -1,0 +1,1 @@
+"""function-sack8s: a Crossplane composition function for OCM component versions."""

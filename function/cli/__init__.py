@@ -1,0 +1,29 @@
+"""The ``sack8s`` command: one click group, one module per command.
+
+``serve`` runs the gRPC function; ``render`` runs the same RunFunction in-process (like
+``crossplane render``); ``xrd`` prints the generated XRDs; ``localize``/``configure``/``mutate``
+are the service teams' ConfigData tools.
+"""
+
+from __future__ import annotations
+
+import click
+
+from function.__version__ import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="sack8s")
+def main() -> None:
+    """SACK8sComponentVersion composition function and ConfigData tools."""
+
+
+def _register() -> None:
+    from function.cli import mutate, render, serve, xrd
+
+    for module in (serve, render, xrd, mutate):
+        for command in module.COMMANDS:
+            main.add_command(command)
+
+
+_register()

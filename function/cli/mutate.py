@@ -1,0 +1,3 @@
+"""sack8s mutate (placeholder until implemented)."""
+
+COMMANDS: list = []

@@ -1,0 +1,3 @@
+"""sack8s render (placeholder until implemented)."""
+
+COMMANDS: list = []

@@ -1,0 +1,3 @@
+"""sack8s serve (placeholder until implemented)."""
+
+COMMANDS: list = []

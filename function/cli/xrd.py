@@ -1,0 +1,3 @@
+"""sack8s xrd (placeholder until implemented)."""
+
+COMMANDS: list = []

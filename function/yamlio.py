@@ -1,0 +1,86 @@
+"""Loading YAML from people we do not trust, without letting it eat the process.
+
+Claims, ConfigData files, values and manifests all arrive as YAML written by service teams.
+A "billion laughs" document is a few hundred bytes that expands to gigabytes once aliases
+are followed (which converting to JSON or a protobuf Struct does). So every load here
+caps the input size and the *expanded* node count, and refuses with a message naming the
+file instead of expanding.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from function.errors import SackError
+
+MAX_BYTES = 4 * 1024 * 1024
+MAX_NODES = 200_000
+MAX_DEPTH = 64
+
+
+class YamlError(SackError):
+    reason = "InvalidYAML"
+
+
+def _safe() -> YAML:
+    y = YAML(typ="safe", pure=True)
+    return y
+
+
+def check_expansion(data: Any, where: str, *, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> None:
+    """Walk ``data`` as it would be expanded and refuse past the node or depth budget."""
+    count = 0
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > max_nodes:
+            raise YamlError(where, f"document expands to more than {max_nodes} nodes (YAML alias bomb?)")
+        if depth > max_depth:
+            raise YamlError(where, f"document nests deeper than {max_depth} levels")
+        if isinstance(node, dict):
+            for k, v in node.items():
+                stack.append((k, depth + 1))
+                stack.append((v, depth + 1))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+
+
+def _to_text(data: bytes | str, where: str, max_bytes: int) -> str:
+    if len(data) > max_bytes:
+        raise YamlError(where, f"is {len(data)} bytes, more than the {max_bytes} byte limit")
+    if isinstance(data, bytes):
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise YamlError(where, f"is not UTF-8 text (byte {e.start})") from None
+    return data
+
+
+def load_all(data: bytes | str, where: str, *, max_bytes: int = MAX_BYTES) -> list[Any]:
+    """Every document of a YAML stream as plain Python data (empty documents dropped)."""
+    text = _to_text(data, where, max_bytes)
+    try:
+        docs = [d for d in _safe().load_all(io.StringIO(text)) if d is not None]
+    except YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or type(e).__name__
+        raise YamlError(where, f"is not valid YAML{at}: {problem}") from None
+    except RecursionError:
+        raise YamlError(where, f"nests deeper than {MAX_DEPTH} levels") from None
+    for d in docs:
+        check_expansion(d, where)
+    return docs
+
+
+def load_one(data: bytes | str, where: str, *, max_bytes: int = MAX_BYTES) -> Any:
+    """Exactly one YAML document (JSON is YAML too)."""
+    docs = load_all(data, where, max_bytes=max_bytes)
+    if len(docs) != 1:
+        raise YamlError(where, f"must hold exactly one YAML document, found {len(docs)}")
+    return docs[0]
