@@ -1,3 +1,291 @@
-"""sack8s mutate (placeholder until implemented)."""
+"""``sack8s localize`` / ``configure`` / ``mutate``: the ConfigData engine on one file.
 
-COMMANDS: list = []
+Service teams run these locally or in CI to see exactly what the function will do to their
+manifests: stdout is only the mutated file (comments, order and quoting kept), so it can be
+diffed or piped; stderr carries logs (``-v``: every substitution, old → new, and every rule
+that does not apply to FILE). Exit 0 on success, 1 with one line naming rule, field and
+file on any error (usage errors included). This is the only module of the ConfigData tooling
+that touches files, stdin or the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from function.errors import ComponentError, InvalidValues, SackError
+from function.yamlio import MAX_BYTES, load_all, load_one
+
+EXIT_ERROR = 1
+
+
+class _Command(click.Command):
+    """Usage errors exit 1 like every other error (the contract: 0 success, 1 error)."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as e:
+            e.exit_code = EXIT_ERROR
+            raise
+
+
+class Failure(Exception):
+    """An expected error outside the engine (a file cannot be read, a bad option value)."""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"sack8s: error: {_one_line(message)}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def _log(message: str) -> None:
+    click.echo(f"sack8s: {_one_line(message)}", err=True)
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise Failure(f"{what} {path}: no such file") from None
+    except IsADirectoryError:
+        raise Failure(f"{what} {path}: is a directory, not a file") from None
+    except OSError as e:
+        raise Failure(f"{what} {path}: cannot be read ({e.strerror or type(e).__name__})") from None
+    if len(data) > MAX_BYTES:
+        raise Failure(f"{what} {path}: larger than the {MAX_BYTES} byte limit")
+    return data
+
+
+def _rule_file(file: str, root: Path, as_path: str | None) -> tuple[str, Path | None]:
+    """(the name the rules address, the path to read or None for stdin)."""
+    if file == "-":
+        if not as_path:
+            raise Failure("FILE '-' reads stdin: name the file the rules address with --as PATH")
+        return _normalise(as_path), None
+    path = Path(file)
+    if path.is_absolute():
+        try:
+            rel = path.resolve().relative_to(root.resolve())
+        except ValueError:
+            raise Failure(f"FILE {file} is outside --root {root}: rules name files relative to the root") from None
+        name = rel.as_posix()
+        full = path
+    else:
+        name = path.as_posix()
+        full = root / path
+    return _normalise(as_path or name), full
+
+
+def _normalise(name: str) -> str:
+    norm = posixpath.normpath(name.replace("\\", "/"))
+    if norm.startswith("../") or norm == ".." or norm.startswith("/"):
+        raise Failure(f"file {name}: must be a path inside the root (rules name files relative to it)")
+    return norm.removeprefix("./")
+
+
+def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
+    """A plain YAML values file, or a ConfigMap whose (``--key``) data entry is a YAML string."""
+    docs = load_all(data, name)
+    if not docs:
+        if key:
+            raise InvalidValues(f"values {name}", f"--key {key}: the file is empty, not a ConfigMap")
+        return {}
+    if len(docs) != 1:
+        raise InvalidValues(f"values {name}", f"must hold one YAML document, found {len(docs)}")
+    doc = docs[0]
+    if isinstance(doc, dict) and doc.get("kind") == "ConfigMap" and doc.get("apiVersion") == "v1":
+        data_map = doc.get("data") or {}
+        if not isinstance(data_map, dict) or not data_map:
+            raise InvalidValues(f"values {name}", "ConfigMap has no data entries")
+        if key is None:
+            if len(data_map) != 1:
+                keys = ", ".join(sorted(map(str, data_map)))
+                raise InvalidValues(f"values {name}", f"ConfigMap has several data keys ({keys}): pick one with --key")
+            key = next(iter(data_map))
+        if key not in data_map:
+            keys = ", ".join(sorted(map(str, data_map)))
+            raise InvalidValues(f"values {name}", f"ConfigMap has no data key {key!r} (it has: {keys})")
+        text = data_map[key]
+        if not isinstance(text, str):
+            raise InvalidValues(f"values {name} (ConfigMap key {key})", "must be a YAML string")
+        doc = load_one(text, f"values {name} (ConfigMap key {key})") if text.strip() else {}
+        name = f"{name} (ConfigMap key {key})"
+    elif key is not None:
+        raise InvalidValues(f"values {name}", f"--key {key} given but the file is not a ConfigMap (kind: ConfigMap)")
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise InvalidValues(f"values {name}", f"must be a map of keys to values, got {type(doc).__name__}")
+    return doc
+
+
+def load_component(source: str, *, plain_http: bool = False, registry: str | None = None) -> Any:
+    """SOURCE → ComponentVersion via the component-source modules (descriptor, dir, CTF, OCI)."""
+    from function.ocm.descriptor import parse_descriptor
+    from function.ocm.location import DESCRIPTOR_FILES, open_source, parse_location, parse_repository
+
+    loc = parse_location(source, plain_http=plain_http)
+    mirror = None
+    if registry:
+        reg = parse_repository(registry, plain_http=plain_http)
+        if reg.repository is None:
+            raise Failure(f"--registry {registry}: must be an OCI registry address (host[:port][/base])")
+        mirror = reg.repository
+    component, version = loc.component, loc.version
+    if component is None:
+        if loc.kind not in ("descriptor", "dir") or loc.path is None:
+            raise ComponentError(f"source {source}", "name the component: REPO//NAME:VERSION")
+        path = loc.path
+        if loc.kind == "dir":
+            found = [path / f for f in DESCRIPTOR_FILES if (path / f).is_file()]
+            path = found[0] if found else path / DESCRIPTOR_FILES[0]
+        media = "application/vnd.ocm.software.component-descriptor.v2+json" if path.suffix == ".json" else None
+        d = parse_descriptor(_read(path, "component descriptor"), media, f"component descriptor {path}")
+        component, version = d.name, version or d.version
+    src = open_source(loc, registry_repository=mirror)
+
+    async def get() -> Any:
+        try:
+            v = version
+            if v is None:
+                versions = await src.list_versions(component)
+                if len(versions) != 1:
+                    shown = ", ".join(versions[:10]) or "none"
+                    raise ComponentError(f"source {source}", f"name the version of {component} (found: {shown})")
+                v = versions[0]
+            return await src.get(component, v)
+        finally:
+            close = getattr(src, "aclose", None)
+            if close is not None:
+                await close()
+
+    return asyncio.run(get())
+
+
+def _run(
+    *,
+    config_data: str,
+    file: str,
+    root: str,
+    as_path: str | None,
+    verbose: int,
+    component: str | None = None,
+    plain_http: bool = False,
+    registry: str | None = None,
+    values_file: str | None = None,
+    key: str | None = None,
+) -> None:
+    from function.configdata.engine import apply_to_file, plan
+    from function.configdata.model import parse_configdata
+    from function.configdata.substitution import describe
+
+    localize = component is not None
+    configure = values_file is not None
+    try:
+        root_path = Path(root)
+        name, full = _rule_file(file, root_path, as_path)
+        cd_path = Path(config_data)
+        cd = parse_configdata(_read(cd_path, "--config-data"), f"ConfigData {cd_path.name}")
+        values = load_values(_read(Path(values_file), "--values"), values_file, key) if values_file else None
+        if full is None:
+            text = sys.stdin.buffer.read(MAX_BYTES + 1)
+            if len(text) > MAX_BYTES:
+                raise Failure(f"stdin: larger than the {MAX_BYTES} byte limit")
+        else:
+            text = _read(full, "FILE")
+        cv = load_component(component, plain_http=plain_http, registry=registry) if localize else None
+        p = plan(
+            cd,
+            component=cv,
+            only_file=name,
+            values=values,
+            localize=localize,
+            configure=configure,
+        )
+        result = apply_to_file(text, name, p.substitutions)
+    except Failure as e:
+        _fail(str(e))
+    except SackError as e:
+        _fail(str(e))
+    if verbose:
+        for i, rule in enumerate(cd.localization if localize else []):
+            if rule.file != name:
+                _log(f"not applicable: ConfigData localization[{i}] addresses file {rule.file}, not {name}")
+        for sub in result.not_applicable:
+            _log(f"not applicable: ConfigData {sub.rule} addresses file {sub.file}, not {name}")
+        for change in result.changes:
+            _log(describe(change))
+    for change in result.changes:
+        if change.sub.warning:
+            _log(f"warning: {change.sub.warning}")
+    if not result.changes:
+        _log(f"warning: no {'/'.join(k for k, on in (('localization', localize), ('configuration', configure)) if on)} "
+             f"rule of the ConfigData addresses {name}; printed unchanged")
+    sys.stdout.write(result.text)
+    sys.stdout.flush()
+
+
+_common = [
+    click.option("--config-data", "config_data", required=True, metavar="CD.yaml", help="The ConfigData file."),
+    click.option("--root", default=".", show_default=True, metavar="DIR",
+                 help="Directory the rules' file paths are relative to."),
+    click.option("--as", "as_path", metavar="PATH", help="The file name the rules address (required with FILE '-')."),
+    click.option("-v", "--verbose", count=True, help="Log every substitution and every rule that does not apply."),
+    click.argument("file", metavar="FILE"),
+]
+_component = [
+    click.option("--component", "component", required=True, metavar="SOURCE",
+                 help="Component version: descriptor file, directory, CTF, or [TYPE::]REPO//NAME:VERSION."),
+    click.option("--plain-http", is_flag=True, help="Talk plain HTTP to a registry given without a scheme."),
+    click.option("--registry", metavar="HOST[/BASE]",
+                 help="Registry a local CTF/directory stands for (where the cluster pulls localBlob images)."),
+]
+_values = [
+    click.option("--values", "values_file", required=True, metavar="VALUES.yaml",
+                 help="Values: a YAML map, or a ConfigMap manifest (see --key)."),
+    click.option("--key", metavar="KEY", help="ConfigMap data key holding the values (default: the only key)."),
+]
+
+
+def _with(options: list[Any]) -> Any:
+    def deco(f: Any) -> Any:
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+
+    return deco
+
+
+@click.command(cls=_Command)
+@_with(_component + _common)
+def localize(**kw: Any) -> None:
+    """Print FILE with every localization rule for it applied."""
+    _run(**kw)
+
+
+@click.command(cls=_Command)
+@_with(_values + _common)
+def configure(**kw: Any) -> None:
+    """Print FILE with every configuration rule for it applied."""
+    _run(**kw)
+
+
+@click.command(cls=_Command)
+@_with(_component + _values + _common)
+def mutate(**kw: Any) -> None:
+    """Print FILE with localization, then configuration, applied (upstream order)."""
+    _run(**kw)
+
+
+COMMANDS = [localize, configure, mutate]

@@ -1,3 +1,78 @@
-"""sack8s render (placeholder until implemented)."""
+"""``sack8s render``: run the function in-process on an XR or claim and print what it composes."""
 
-COMMANDS: list = []
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import click
+from crossplane.function import logging as sdklogging
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+from function.api.policy import MirrorPolicy
+from function.errors import SackError
+from function.fn import FunctionRunner
+from function.render import RenderError, claim_to_xr, input_from_composition, load_docs, render
+
+
+def _one(path: str, what: str) -> dict:
+    docs = load_docs([path])
+    if len(docs) != 1:
+        raise RenderError(path, f"must hold exactly one {what}, found {len(docs)} documents")
+    return docs[0]
+
+
+@click.command("render")
+@click.argument("xr_file", metavar="XR_OR_CLAIM.yaml", type=click.Path(exists=True, dir_okay=False))
+@click.option("--composition", type=click.Path(exists=True, dir_okay=False), help="Composition whose pipeline step holds the function input.")
+@click.option("--input", "input_file", type=click.Path(exists=True, dir_okay=False), help="The function input (Policy) itself.")
+@click.option("--component", help="Local CTF or component directory to read the claim's component from (an offline mirror).")
+@click.option("--observed", multiple=True, type=click.Path(exists=True), help="Observed composed resources (file or directory).")
+@click.option("--required-resources", multiple=True, type=click.Path(exists=True), help="Objects the function may require (file or directory).")
+@click.option("--function-credentials", type=click.Path(exists=True), help="Secrets passed as the step's credentials.")
+@click.option("--include-results/--no-include-results", default=True, show_default=True, help="Print Warning/Normal results to stderr.")
+@click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
+def render_cmd(xr_file, composition, input_file, component, observed, required_resources, function_credentials, include_results, verbose) -> None:
+    """Print the desired composed resources as a YAML stream (exit 1 with the Fatal message on stderr)."""
+    sdklogging.configure(sdklogging.Level.DEBUG if verbose else sdklogging.Level.DISABLED)
+    try:
+        if composition and input_file:
+            raise RenderError("--input", "give either --composition or --input, not both")
+        xr = claim_to_xr(_one(xr_file, "XR or claim"))
+        fn_input = None
+        if composition:
+            fn_input = input_from_composition(_one(composition, "Composition"), composition)
+        elif input_file:
+            fn_input = _one(input_file, "function input")
+        if component:
+            repo = ((xr.get("spec") or {}).get("component") or {}).get("repository")
+            if not repo:
+                raise RenderError("--component", "the XR names no spec.component.repository to mirror")
+            fn_input = dict(fn_input or {})
+            mirrors = [m for m in fn_input.get("mirrors") or []]
+            mirrors.insert(0, MirrorPolicy(repository=repo, path=str(Path(component).resolve())).model_dump())
+            fn_input["mirrors"] = mirrors
+        rendered = asyncio.run(
+            render(
+                xr,
+                fn_input,
+                observed=load_docs(observed),
+                required=load_docs(required_resources),
+                credentials=load_docs([function_credentials]) if function_credentials else [],
+                runner=FunctionRunner(),
+            )
+        )
+    except SackError as e:
+        click.echo(f"sack8s render: {e}", err=True)
+        sys.exit(1)
+    if rendered.fatal is not None:
+        click.echo(f"sack8s render: {rendered.fatal.message}", err=True)
+        sys.exit(1)
+    if include_results:
+        for r in rendered.results:
+            click.echo(f"{fnv1.Severity.Name(r.severity).removeprefix('SEVERITY_').title()} {r.reason}: {r.message}", err=True)
+    click.echo(rendered.yaml(), nl=False)
+
+
+COMMANDS = [render_cmd]

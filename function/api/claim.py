@@ -1,0 +1,259 @@
+"""The SACK8sComponentVersion API: one source of truth for validation and for the XRD.
+
+The function validates every request against these models (Crossplane does not validate a
+claim against anything the function knows), and ``sack8s xrd`` generates the XRD schema from
+them, so the API a service team sees and the rules the function enforces cannot drift.
+
+There is deliberately no field that takes a literal secret value: secrets arrive only as
+references into secret stores ops allows. Anything inline (``values.inline``) is not
+secret and ends up in composed objects and status.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+COMPONENT_NAME = r"^[a-z][-a-z0-9]*([.][a-z][-a-z0-9]*)*[.][a-z]{2,}(/[a-z][-a-z0-9_]*([.][a-z][-a-z0-9_]*)*)+$"
+
+
+class Model(BaseModel):
+    """Strict base: an unknown field is an error naming it, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class ComponentRef(Model):
+    """Which OCM component version to deploy, and the OCM repository that holds it."""
+
+    name: str = Field(
+        description="OCM component name, e.g. acme.org/sack8s/podinfo.",
+        pattern=COMPONENT_NAME,
+        max_length=255,
+    )
+    version: str = Field(
+        description="Exact version (6.2.0) or a semver range (>=6.2.0 <7, ~6.2, ^6). The "
+        "resolved version is reported in status.component.version.",
+        min_length=1,
+        max_length=128,
+    )
+    repository: str = Field(
+        description="OCM repository reference as the OCM CLI writes it: "
+        "oci::https://registry.example.com/base, registry.example.com/base, or "
+        "oci::http://host:port/base (plain HTTP only where ops policy allows that host).",
+        min_length=1,
+        max_length=512,
+    )
+
+
+class ResourceRef(Model):
+    """A resource of the component, by OCM identity."""
+
+    name: str = Field(description="Resource name in the component descriptor.", min_length=1, max_length=253)
+    extraIdentity: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra identity attributes; needed when several resources share the name.",
+    )
+
+
+class Deployable(Model):
+    """The resource Flux deploys, and how."""
+
+    resource: ResourceRef
+    flavour: Literal["helm", "kustomize"] | None = Field(
+        default=None,
+        description="helm (a helmChart resource) or kustomize (a kustomize.ocm.fluxcd.io "
+        "resource). Default: taken from the resource type.",
+    )
+    path: str = Field(
+        default="./",
+        description="Kustomize only: path inside the resource to build.",
+        max_length=253,
+    )
+
+
+class TargetNamespace(Model):
+    """A namespace the service is deployed into."""
+
+    name: str = Field(pattern=DNS_LABEL, max_length=63)
+    mode: Literal["create", "adopt", "existing"] = Field(
+        default="create",
+        description="create: compose the Namespace (refused when one exists that this claim "
+        "does not own); adopt: take over an existing one (only where ops policy allows); "
+        "existing: compose only what goes inside it.",
+    )
+
+
+class ConfigMapValuesRef(Model):
+    """Configuration values held in a ConfigMap in the claim's own namespace."""
+
+    name: str = Field(pattern=DNS_SUBDOMAIN, max_length=253)
+    key: str | None = Field(
+        default=None,
+        description="Data key holding the values YAML. Default: the only key.",
+        max_length=253,
+    )
+
+
+class Values(Model):
+    """Configuration values checked against the ConfigData schema. Not secret."""
+
+    inline: dict[str, Any] | None = Field(
+        default=None, description="Values, inline (visible in the claim and in composed objects)."
+    )
+    configMapRef: ConfigMapValuesRef | None = None
+
+
+class StoreRef(Model):
+    """An External Secrets store that ops policy allows."""
+
+    name: str = Field(pattern=DNS_SUBDOMAIN, max_length=253)
+    kind: Literal["SecretStore", "ClusterSecretStore"] = "ClusterSecretStore"
+
+
+class RemoteRef(Model):
+    key: str = Field(min_length=1, max_length=1024, description="Key in the secret store.")
+    property: str | None = Field(default=None, max_length=253)
+    version: str | None = Field(default=None, max_length=253)
+
+
+class SecretData(Model):
+    secretKey: str = Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")
+    remoteRef: RemoteRef
+
+
+class ServiceSecret(Model):
+    """A Secret the service needs, synchronised by External Secrets from an allowed store."""
+
+    name: str = Field(pattern=DNS_SUBDOMAIN, max_length=253, description="Name of the Secret created.")
+    namespace: str | None = Field(
+        default=None, pattern=DNS_LABEL, max_length=63, description="Target namespace. Default: the first."
+    )
+    storeRef: StoreRef
+    data: list[SecretData] = Field(default_factory=list, max_length=100)
+    dataFrom: list[RemoteRef] = Field(
+        default_factory=list, max_length=20, description="Keys whose every property becomes a Secret key."
+    )
+    type: str | None = Field(default=None, max_length=253, description="Secret type, default Opaque.")
+
+
+class RegistryCredential(Model):
+    """A registry credential held in a secret store, turned into a dockerconfigjson Secret."""
+
+    storeRef: StoreRef
+    remoteRef: RemoteRef
+    format: Literal["usernamePassword", "dockerConfigJson"] = Field(
+        default="usernamePassword",
+        description="usernamePassword: the remote key has username and password properties; "
+        "dockerConfigJson: the remote value is a complete docker config JSON.",
+    )
+    usernameProperty: str = Field(default="username", max_length=253)
+    passwordProperty: str = Field(default="password", max_length=253)
+
+
+class Credentials(Model):
+    pull: RegistryCredential | None = Field(
+        default=None, description="Image pull credential, placed in every target namespace."
+    )
+    repository: RegistryCredential | None = Field(
+        default=None, description="Credential Flux and the OCM controllers use to read the OCM repository."
+    )
+
+
+class PolicyRule(Model):
+    """An RBAC rule (explicit names only: ops policy decides which are allowed)."""
+
+    apiGroups: list[str] = Field(max_length=20)
+    resources: list[str] = Field(min_length=1, max_length=50)
+    verbs: list[str] = Field(min_length=1, max_length=10)
+    resourceNames: list[str] = Field(default_factory=list, max_length=50)
+
+
+class Rbac(Model):
+    extraRules: list[PolicyRule] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Rules added to the deployer Role in every target namespace; each must be "
+        "covered by a rule ops policy allows.",
+    )
+
+
+class Spec(Model):
+    """SACK8sComponentVersion spec."""
+
+    component: ComponentRef
+    deploy: Deployable
+    configData: ResourceRef | None = Field(
+        default=None,
+        description="The resource holding the ConfigData. Default: the one resource of type "
+        "configdata.ocm.software, if any.",
+    )
+    namespaces: list[TargetNamespace] = Field(min_length=1, max_length=50)
+    values: Values | None = None
+    secrets: list[ServiceSecret] = Field(default_factory=list, max_length=100)
+    credentials: Credentials | None = None
+    rbac: Rbac | None = None
+
+
+# ----------------------------------------------------------------------------- status
+
+
+class StatusComponent(Model):
+    name: str | None = None
+    constraint: str | None = Field(default=None, description="The spec version this resolution answered.")
+    version: str | None = None
+    descriptorDigest: str | None = None
+    repository: str | None = None
+    resolvedAt: str | None = Field(
+        default=None, description="When the tag list was last read (RFC 3339), for the re-resolve TTL."
+    )
+
+
+class StatusImage(Model):
+    resource: str
+    extraIdentity: dict[str, str] = Field(default_factory=dict)
+    reference: str
+
+
+class StatusSubstitution(Model):
+    rule: str
+    file: str
+    document: int = 0
+    path: str
+    value: str = Field(description="The value written, as JSON when it is not a string.")
+
+
+class StatusConfigData(Model):
+    resource: str | None = None
+    substitutions: list[StatusSubstitution] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+
+
+class StatusBlocked(Model):
+    kind: str
+    name: str
+    namespace: str | None = None
+    reason: str
+    message: str
+
+
+class StatusDeploy(Model):
+    namespace: str | None = None
+    serviceAccount: str | None = None
+    fluxKind: str | None = None
+    fluxName: str | None = None
+
+
+class Status(Model):
+    """SACK8sComponentVersion status, written by the function."""
+
+    component: StatusComponent | None = None
+    images: list[StatusImage] = Field(default_factory=list)
+    configData: StatusConfigData | None = None
+    deploy: StatusDeploy | None = None
+    blockedBy: StatusBlocked | None = Field(
+        default=None, description="The composed object that blocks readiness, and why. Empty when ready."
+    )

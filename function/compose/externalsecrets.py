@@ -1,0 +1,116 @@
+"""External Secrets Operator ``ExternalSecret`` objects (``external-secrets.io/v1`` only).
+
+Secret *values* never pass through the function: the claim names a store ops allows and a
+remote key under an allowed prefix, and ESO fetches the value in the cluster. Registry
+credentials become ``kubernetes.io/dockerconfigjson`` Secrets whose JSON is built with the
+``toJson`` template function, so a ``"`` or ``\\`` in a password cannot break (or inject
+into) the document.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from function.api.claim import RegistryCredential, RemoteRef
+from function.compose import names
+from function.compose.context import Context
+
+API = "external-secrets.io/v1"
+REFRESH = "1h"
+
+
+def key_repository() -> str:
+    return "externalsecret-repository"
+
+
+def key_pull(namespace: str) -> str:
+    return names.resource_key("externalsecret-pull", namespace)
+
+
+def key_service(namespace: str, name: str) -> str:
+    return names.resource_key("externalsecret", namespace, name)
+
+
+def _remote(ref: RemoteRef, prop: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": ref.key}
+    p = prop if prop is not None else ref.property
+    if p:
+        out["property"] = p
+    if ref.version:
+        out["version"] = ref.version
+    return out
+
+
+def docker_config_template(hosts: Iterable[str]) -> str:
+    """A Go template (ESO engine v2, Sprig) that renders a dockerconfigjson for ``hosts``.
+
+    Hosts come from the policy allowlist and image references (validated host[:port]), never
+    from secret data; username and password only ever pass through ``dict``/``toJson``.
+    """
+    entry = '(dict "username" .username "password" .password "auth" (printf "%s:%s" .username .password | b64enc))'
+    pairs = " ".join(f'"{h}" {entry}' for h in sorted(set(hosts)))
+    return '{{ dict "auths" (dict ' + pairs + ") | toJson }}"
+
+
+def _registry_secret(ctx: Context, name: str, namespace: str, cred: RegistryCredential, hosts: list[str]) -> dict[str, Any]:
+    if cred.format == "dockerConfigJson":
+        data = [{"secretKey": "dockerconfigjson", "remoteRef": _remote(cred.remoteRef)}]
+        template = "{{ .dockerconfigjson | toString }}"
+    else:
+        data = [
+            {"secretKey": "username", "remoteRef": _remote(cred.remoteRef, cred.usernameProperty)},
+            {"secretKey": "password", "remoteRef": _remote(cred.remoteRef, cred.passwordProperty)},
+        ]
+        template = docker_config_template(hosts)
+    return {
+        "apiVersion": API,
+        "kind": "ExternalSecret",
+        "metadata": ctx.meta(name, namespace),
+        "spec": {
+            "refreshInterval": REFRESH,
+            "secretStoreRef": {"name": cred.storeRef.name, "kind": cred.storeRef.kind},
+            "target": {
+                "name": name,
+                "creationPolicy": "Owner",
+                "template": {
+                    "type": "kubernetes.io/dockerconfigjson",
+                    "engineVersion": "v2",
+                    "data": {".dockerconfigjson": template},
+                },
+            },
+            "data": data,
+        },
+    }
+
+
+def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    creds = ctx.spec.credentials
+    if creds and creds.repository:
+        out[key_repository()] = _registry_secret(
+            ctx, ctx.repository_secret_name, ctx.deploy_namespace, creds.repository, [ctx.repository.host]
+        )
+    if creds and creds.pull:
+        hosts = image_hosts or [ctx.repository.host]
+        for ns in ctx.targets:
+            out[key_pull(ns.name)] = _registry_secret(ctx, ctx.pull_secret_name, ns.name, creds.pull, hosts)
+    for s in ctx.spec.secrets:
+        ns = s.namespace or ctx.primary_namespace
+        spec: dict[str, Any] = {
+            "refreshInterval": REFRESH,
+            "secretStoreRef": {"name": s.storeRef.name, "kind": s.storeRef.kind},
+            "target": {"name": s.name, "creationPolicy": "Owner"},
+        }
+        if s.type:
+            spec["target"]["template"] = {"type": s.type, "engineVersion": "v2"}
+        if s.data:
+            spec["data"] = [{"secretKey": d.secretKey, "remoteRef": _remote(d.remoteRef)} for d in s.data]
+        if s.dataFrom:
+            spec["dataFrom"] = [{"extract": _remote(d)} for d in s.dataFrom]
+        out[key_service(ns, s.name)] = {
+            "apiVersion": API,
+            "kind": "ExternalSecret",
+            "metadata": ctx.meta(names.fit(s.name, names.SUBDOMAIN_MAX), ns),
+            "spec": spec,
+        }
+    return out

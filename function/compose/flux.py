@@ -1,0 +1,158 @@
+"""Flux objects: an OCIRepository pinned by digest, and a HelmRelease or a Kustomization.
+
+Every field follows ``packaging.md``: the source is pinned with ``ref.digest`` (a tag would
+resolve the OCM index to the descriptor manifest), always has a ``layerSelector``, and is
+``insecure`` only for hosts the policy marks plain-HTTP (``insecure`` also turns TLS
+verification off, so it is never a claim's choice). Both consumers live next to their source
+in the deploy namespace (``--no-cross-namespace-refs``) and impersonate the deploy
+ServiceAccount (``--default-service-account``). Values and patches come from the ConfigData
+engine unchanged; the function only adds the image pull secret.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from function.compose.context import Context
+from function.configdata.deploy import FluxMutation
+from function.ocm.access import FluxSource
+
+SOURCE_API = "source.toolkit.fluxcd.io/v1"
+HELM_API = "helm.toolkit.fluxcd.io/v2"
+KUSTOMIZE_API = "kustomize.toolkit.fluxcd.io/v1"
+
+# Where a pod template sits in each workload kind, for the pull-secret patch.
+_POD_SPEC_PATHS = {
+    "Deployment": ("apps", "spec", "template", "spec"),
+    "StatefulSet": ("apps", "spec", "template", "spec"),
+    "DaemonSet": ("apps", "spec", "template", "spec"),
+    "ReplicaSet": ("apps", "spec", "template", "spec"),
+    "Job": ("batch", "spec", "template", "spec"),
+    "CronJob": ("batch", "spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+def key_source() -> str:
+    return "flux-ocirepository"
+
+
+def key_release(flavour: str) -> str:
+    return "flux-helmrelease" if flavour == "helm" else "flux-kustomization"
+
+
+def kind_of(flavour: str) -> str:
+    return "HelmRelease" if flavour == "helm" else "Kustomization"
+
+
+def source(ctx: Context, src: FluxSource) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "interval": ctx.policy.flux.sourceInterval,
+        "url": src.url,
+        "ref": {"digest": src.digest},
+        "layerSelector": {"mediaType": src.layer_media_type, "operation": src.layer_operation},
+    }
+    if ctx.registry.plainHTTP and ctx.repository.plain_http:
+        spec["insecure"] = True
+    creds = ctx.spec.credentials
+    if creds and creds.repository:
+        spec["secretRef"] = {"name": ctx.repository_secret_name}
+    if ctx.registry.certSecretName and not spec.get("insecure"):
+        spec["certSecretRef"] = {"name": ctx.registry.certSecretName}
+    return {
+        "apiVersion": SOURCE_API,
+        "kind": "OCIRepository",
+        "metadata": ctx.meta(ctx.flux_name, ctx.deploy_namespace),
+        "spec": spec,
+    }
+
+
+def _set_path(values: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = [p for p in dotted.split(".") if p]
+    node = values
+    for p in parts[:-1]:
+        nxt = node.get(p)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[p] = nxt
+        node = nxt
+    node[parts[-1]] = value
+
+
+def helm_release(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
+    f = ctx.policy.flux
+    values: dict[str, Any] = json.loads(json.dumps(dict(mutation.helm_values)))
+    creds = ctx.spec.credentials
+    if creds and creds.pull:
+        _set_path(values, ctx.policy.rbac.helmPullSecretsPath, [{"name": ctx.pull_secret_name}])
+    install: dict[str, Any] = {"strategy": {"name": f.install.strategy}, "crds": f.install.crds}
+    if f.install.disableWait:
+        install["disableWait"] = True
+    if f.install.remediation:
+        install["remediation"] = {"retries": f.install.remediation.retries}
+    upgrade: dict[str, Any] = {"strategy": {"name": f.upgrade.strategy}, "crds": f.upgrade.crds}
+    if f.upgrade.remediation:
+        upgrade["remediation"] = {"retries": f.upgrade.remediation.retries}
+    spec: dict[str, Any] = {
+        "interval": f.interval,
+        "timeout": f.timeout,
+        "chartRef": {"kind": "OCIRepository", "name": ctx.flux_name},
+        "releaseName": ctx.release_name,
+        "targetNamespace": ctx.primary_namespace,
+        "storageNamespace": ctx.deploy_namespace,
+        "serviceAccountName": ctx.deployer_name,
+        "driftDetection": {"mode": f.driftDetection},
+        "install": install,
+        "upgrade": upgrade,
+    }
+    if values:
+        spec["values"] = values
+    return {
+        "apiVersion": HELM_API,
+        "kind": "HelmRelease",
+        "metadata": ctx.meta(ctx.flux_name, ctx.deploy_namespace),
+        "spec": spec,
+    }
+
+
+def _pull_secret_patches(ctx: Context) -> list[dict[str, Any]]:
+    patches = []
+    for kind, (group, *path) in _POD_SPEC_PATHS.items():
+        body: dict[str, Any] = {"imagePullSecrets": [{"name": ctx.pull_secret_name}]}
+        for step in reversed(path):
+            body = {step: body}
+        doc = {"apiVersion": f"{group}/v1", "kind": kind, "metadata": {"name": "not-used"}, **body}
+        patches.append({"patch": json.dumps(doc, sort_keys=True), "target": {"group": group, "kind": kind}})
+    return patches
+
+
+def kustomization(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
+    f = ctx.policy.flux
+    patches = [dict(p) for p in mutation.kustomize_patches]
+    creds = ctx.spec.credentials
+    if creds and creds.pull:
+        patches.extend(_pull_secret_patches(ctx))
+    spec: dict[str, Any] = {
+        "interval": f.interval,
+        "retryInterval": f.retryInterval,
+        "timeout": f.timeout,
+        "sourceRef": {"kind": "OCIRepository", "name": ctx.flux_name},
+        "path": ctx.spec.deploy.path,
+        "prune": f.prune,
+        "wait": f.wait,
+        "targetNamespace": ctx.primary_namespace,
+        "serviceAccountName": ctx.deployer_name,
+    }
+    if patches:
+        spec["patches"] = patches
+    return {
+        "apiVersion": KUSTOMIZE_API,
+        "kind": "Kustomization",
+        "metadata": ctx.meta(ctx.flux_name, ctx.deploy_namespace),
+        "spec": spec,
+    }
+
+
+def build(ctx: Context, src: FluxSource, mutation: FluxMutation) -> dict[str, dict[str, Any]]:
+    release = helm_release(ctx, mutation) if ctx.flavour == "helm" else kustomization(ctx, mutation)
+    return {key_source(): source(ctx, src), key_release(ctx.flavour): release}

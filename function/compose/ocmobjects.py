@@ -1,0 +1,67 @@
+"""OCM delivery objects (``delivery.ocm.software/v1alpha1``): Repository, Component, Resource.
+
+They let the OCM controllers verify and track the component in the cluster (signatures,
+status) while the function does localization and configuration itself. The Component is
+pinned to the version the function resolved, with ``downgradePolicy: Allow``: the claim
+already pins the version, so rolling back must not leave the Component stuck. Localized
+images are reported in XR status, not as one Resource each.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from function.compose.context import Context
+from function.ocm.model import ComponentVersion, Resource
+
+API = "delivery.ocm.software/v1alpha1"
+
+
+def key_repository() -> str:
+    return "ocm-repository"
+
+
+def key_component() -> str:
+    return "ocm-component"
+
+
+def key_resource() -> str:
+    return "ocm-resource"
+
+
+def _ocm_config(ctx: Context) -> list[dict[str, Any]]:
+    creds = ctx.spec.credentials
+    if not (creds and creds.repository):
+        return []
+    return [{"apiVersion": "v1", "kind": "Secret", "name": ctx.repository_secret_name, "policy": "Propagate"}]
+
+
+def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str, dict[str, Any]]:
+    interval = ctx.policy.ocm.interval
+    repo_spec: dict[str, Any] = {"type": "OCIRegistry", "baseUrl": f"{'http' if ctx.repository.plain_http else 'https'}://{ctx.repository.host}"}
+    if ctx.repository.base.strip("/"):
+        repo_spec["subPath"] = ctx.repository.base.strip("/")
+    cfg = _ocm_config(ctx)
+    repository: dict[str, Any] = {"repositorySpec": repo_spec, "interval": interval}
+    component: dict[str, Any] = {
+        "repositoryRef": {"name": ctx.flux_name},
+        "component": cv.name,
+        "semver": cv.version,
+        "downgradePolicy": "Allow",
+        "interval": interval,
+    }
+    by_ref: dict[str, Any] = {"name": deployable.name}
+    by_ref.update(dict(sorted(deployable.extra_identity.items())))
+    resource: dict[str, Any] = {
+        "componentRef": {"name": ctx.flux_name},
+        "resource": {"byReference": {"resource": by_ref}},
+    }
+    if cfg:
+        for spec in (repository, component, resource):
+            spec["ocmConfig"] = cfg
+    ns = ctx.deploy_namespace
+    return {
+        key_repository(): {"apiVersion": API, "kind": "Repository", "metadata": ctx.meta(ctx.flux_name, ns), "spec": repository},
+        key_component(): {"apiVersion": API, "kind": "Component", "metadata": ctx.meta(ctx.flux_name, ns), "spec": component},
+        key_resource(): {"apiVersion": API, "kind": "Resource", "metadata": ctx.meta(ctx.flux_name, ns), "spec": resource},
+    }

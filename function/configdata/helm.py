@@ -1,0 +1,86 @@
+"""Changes on a Helm chart → the composed HelmRelease's ``spec.values``.
+
+We never rewrite the chart: Flux pulls it by digest. A substitution on the chart's
+``values.yaml`` becomes the same path under ``spec.values``, and only the substituted keys are
+written (copying the whole values.yaml would freeze chart defaults into the XR). Helm merges
+maps but *replaces* lists, so a path through a list index carries the whole list, as
+values.yaml has it after the substitution.
+
+A file holding a Flux ``HelmRelease`` (upstream's Helm example ships ``helm_release.yaml``)
+is accepted too: its ``spec.values.*`` paths map onto ours. Any other path there, and any
+rule on a template or other chart file, is an error saying what to target instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from function.configdata.paths import Path, get
+from function.configdata.plain import plain
+from function.configdata.substitution import Change, Substitution
+from function.errors import InvalidConfigData
+
+VALUES_FILE = "values.yaml"
+
+
+def is_helm_release(doc: Any) -> bool:
+    return (
+        isinstance(doc, dict)
+        and doc.get("kind") == "HelmRelease"
+        and str(doc.get("apiVersion", "")).startswith("helm.toolkit.fluxcd.io/")
+    )
+
+
+def file_role(file: str, docs: list[Any]) -> str:
+    """``values`` or ``helmrelease``; anything else in a chart is an error."""
+    if file == VALUES_FILE:
+        return "values"
+    if docs and all(is_helm_release(d) for d in docs):
+        return "helmrelease"
+    return "other"
+
+
+def check_substitution(sub: Substitution, role: str) -> None:
+    """Refuse, before anything is written, what cannot become HelmRelease values."""
+    if role == "other":
+        raise InvalidConfigData(
+            sub.where,
+            f"{sub.file} is a chart file other than values.yaml: the function does not render or "
+            "rewrite chart templates; target values.yaml with the path of the value the template reads",
+        )
+    if role == "helmrelease":
+        steps = sub.path.steps
+        if len(steps) < 3 or steps[0] != "spec" or steps[1] != "values":
+            raise InvalidConfigData(
+                sub.where,
+                f"path {sub.path} in a HelmRelease file: only spec.values.* maps onto the composed "
+                "HelmRelease (the function writes the rest of it itself)",
+            )
+
+
+def values_steps(change: Change, role: str) -> tuple[Any, ...]:
+    return change.path.steps[2:] if role == "helmrelease" else change.path.steps
+
+
+def add_to_values(values: dict[str, Any], change: Change, role: str, doc: Any) -> None:
+    """Merge one change into the HelmRelease values overlay (``doc`` is the changed document)."""
+    steps = values_steps(change, role)
+    root_steps = change.path.steps[: len(change.path.steps) - len(steps)]
+    node = values
+    for i, step in enumerate(steps):
+        if isinstance(step, int):
+            raise InvalidConfigData(change.sub.where, f"path {change.path}: Helm values must be a map at the top")
+        last = i == len(steps) - 1
+        nxt = None if last else steps[i + 1]
+        if last:
+            node[step] = plain(change.value)
+            return
+        if isinstance(nxt, int):
+            # Helm replaces lists: carry the whole (substituted) list.
+            node[step] = plain(get(doc, Path(tuple(root_steps) + tuple(steps[: i + 1]))))
+            return
+        child = node.get(step)
+        if not isinstance(child, dict):
+            child = {}
+            node[step] = child
+        node = child

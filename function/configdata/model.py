@@ -1,0 +1,130 @@
+"""The ConfigData file, as a strict model.
+
+Field names and shapes follow ocm-controller ``pkg/configdata/configdata.go``. Unknown keys
+are refused (a typo such as ``localisation`` must not silently do nothing), except the ones
+upstream writers are known to add and upstream ignores: ``metadata`` at the top and the
+informational ``name`` on a localization rule (the MPAS generator, the fixture component).
+
+``mapping`` (CUE) and ``referencePath`` are *parsed* so they can be refused with a precise
+"unsupported" error naming the rule, rather than a generic "extra field" error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from function.errors import InvalidConfigData
+from function.yamlio import YamlError, load_one
+
+API_VERSION = "config.ocm.software/v1alpha1"
+KIND = "ConfigData"
+LOCALIZATION_FIELDS = ("image", "registry", "repository", "fullyQualifiedRepository", "tag")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class ResourceItem(_Strict):
+    name: str = Field(min_length=1)
+    extraIdentity: dict[str, str] = Field(default_factory=dict)
+    referencePath: list[dict[str, Any]] | None = None
+
+
+class Mapping(_Strict):
+    path: str = ""
+    transform: str = ""
+
+
+class LocalizationRule(_Strict):
+    name: str | None = None  # informational label (MPAS generator); ignored, as upstream does
+    resource: ResourceItem | None = None  # required, except on (refused) CUE mapping rules
+    file: str = Field(min_length=1)
+    image: str | None = None
+    registry: str | None = None
+    repository: str | None = None
+    tag: str | None = None
+    fullyQualifiedRepository: str | None = None
+    mapping: Mapping | None = None
+    referencePath: list[dict[str, Any]] | None = None
+
+    def targets(self) -> list[tuple[str, str]]:
+        """(field, path) for every non-empty localization field, in documented order."""
+        return [(f, getattr(self, f)) for f in LOCALIZATION_FIELDS if getattr(self, f)]
+
+
+class ConfigRule(_Strict):
+    value: Any = None
+    path: str = Field(min_length=1)
+    file: str = Field(min_length=1)
+
+
+class Configuration(_Strict):
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    schema_: dict[str, Any] | bool | None = Field(default=None, alias="schema")
+    rules: list[ConfigRule] = Field(default_factory=list)
+
+    @field_validator("defaults", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+
+class ConfigData(_Strict):
+    apiVersion: str
+    kind: str
+    metadata: dict[str, Any] | None = None
+    configuration: Configuration | None = None
+    localization: list[LocalizationRule] = Field(default_factory=list)
+
+    @field_validator("apiVersion")
+    @classmethod
+    def _api(cls, v: str) -> str:
+        if v != API_VERSION:
+            raise ValueError(f"must be {API_VERSION}, got {v!r}")
+        return v
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        if v != KIND:
+            raise ValueError(f"must be {KIND}, got {v!r}")
+        return v
+
+    @field_validator("localization", mode="before")
+    @classmethod
+    def _none_list(cls, v: Any) -> Any:
+        return [] if v is None else v
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for p in loc:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def parse_configdata(data: bytes | str, name: str = "ConfigData") -> ConfigData:
+    """Load (with the YAML safety caps) and validate one ConfigData document."""
+    try:
+        doc = load_one(data, name)
+    except YamlError as e:
+        raise InvalidConfigData(e.where, e.message) from None
+    if not isinstance(doc, dict):
+        raise InvalidConfigData(name, f"must be a YAML map, got {type(doc).__name__}")
+    for key in ("apiVersion", "kind"):
+        if key not in doc:
+            raise InvalidConfigData(name, f"{key} is missing (want apiVersion: {API_VERSION}, kind: {KIND})")
+    try:
+        return ConfigData.model_validate(doc)
+    except ValidationError as e:
+        problems = []
+        for err in e.errors()[:5]:
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                msg = "unknown field (not part of ConfigData)"
+            problems.append(f"{_loc(err['loc'])}: {msg}")
+        more = f" (and {e.error_count() - 5} more)" if e.error_count() > 5 else ""
+        raise InvalidConfigData(name, "; ".join(problems) + more) from None

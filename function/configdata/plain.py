@@ -1,0 +1,28 @@
+"""Round-trip YAML nodes back to plain data, for anything that leaves the engine.
+
+ruamel's round-trip containers and styled scalars are what keep a file's comments and
+quotes, but Helm values, JSON patches and XR status need plain dicts, lists and scalars.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+
+def plain(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {str(k) if not isinstance(k, (str, int, float, bool)) else k: plain(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [plain(v) for v in node]
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, str):
+        return str(node)
+    if isinstance(node, (datetime.date, datetime.datetime)):
+        return node.isoformat()
+    return str(node)

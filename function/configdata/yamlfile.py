@@ -1,0 +1,126 @@
+"""Applying changes to a YAML file while keeping it the file its author wrote.
+
+Service teams read the CLI's output as a diff against their own manifest, so comments,
+key order, quoting, indentation and ``---`` separators must survive; only the substituted
+values change. ruamel's round-trip mode does that; we guess the indentation from the text
+and keep a replaced string's quoting style. Input is first loaded with
+:mod:`function.yamlio`'s caps (size, alias expansion) before the round-trip parse.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
+
+from function.configdata.paths import get
+from function.configdata.substitution import Change, Substitution, apply_to_documents
+from function.yamlio import YamlError, load_all
+
+
+@dataclass
+class YamlFile:
+    """A parsed multi-document YAML file (round-trip nodes) plus how to write it back."""
+
+    name: str
+    docs: list[Any]
+    explicit_start: bool
+    mapping_indent: int
+    sequence_indent: int
+    sequence_offset: int
+    preamble: str = ""  # comments before a leading '---', which ruamel drops
+
+
+def _guess_indent(text: str) -> tuple[int, int, int]:
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    mapping = 2
+    seq_offset: int | None = None
+    for prev, cur in zip(lines, lines[1:]):
+        p_ind = len(prev) - len(prev.lstrip())
+        c_ind = len(cur) - len(cur.lstrip())
+        if not prev.rstrip().endswith(":") or prev.lstrip().startswith("- "):
+            continue
+        if cur.lstrip().startswith("- "):
+            if seq_offset is None:
+                seq_offset = c_ind - p_ind
+        elif c_ind > p_ind and mapping == 2:
+            mapping = c_ind - p_ind
+            break
+    for prev, cur in zip(lines, lines[1:]):
+        if seq_offset is not None:
+            break
+        if prev.rstrip().endswith(":") and cur.lstrip().startswith("- "):
+            seq_offset = (len(cur) - len(cur.lstrip())) - (len(prev) - len(prev.lstrip()))
+    offset = max(0, seq_offset or 0)
+    return max(2, mapping), max(2, offset + 2), offset
+
+
+def _rt() -> YAML:
+    y = YAML(typ="rt")
+    y.preserve_quotes = True
+    y.width = 4096
+    return y
+
+
+def load_file(text: bytes | str, name: str) -> YamlFile:
+    load_all(text, name)  # size, alias-bomb and validity caps first
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    try:
+        docs = [d for d in _rt().load_all(io.StringIO(text))]
+    except YAMLError as e:  # pragma: no cover - load_all above already parsed it
+        raise YamlError(name, f"is not valid YAML: {type(e).__name__}") from None
+    docs = [d for d in docs if d is not None]
+    lead = re.match(r"\A((?:[ \t]*#[^\n]*\n|[ \t]*\n)*)---", text)
+    m, s, o = _guess_indent(text)
+    return YamlFile(name, docs, bool(lead), m, s, o, lead.group(1) if lead else "")
+
+
+def dump_file(f: YamlFile) -> str:
+    y = _rt()
+    y.indent(mapping=f.mapping_indent, sequence=f.sequence_indent, offset=f.sequence_offset)
+    y.explicit_start = f.explicit_start
+    out = io.StringIO()
+    if not f.docs:
+        return ""
+    y.dump_all(f.docs, out)
+    text = out.getvalue()
+    if f.preamble and not text.startswith(f.preamble):
+        text = f.preamble + text
+    return text
+
+
+def _styled(old: Any, new: Any) -> Any:
+    """Keep the quoting of a replaced string scalar; turn plain containers into round-trip ones."""
+    if isinstance(new, str) and not isinstance(new, (DoubleQuotedScalarString, SingleQuotedScalarString)):
+        if isinstance(old, DoubleQuotedScalarString):
+            return DoubleQuotedScalarString(new)
+        if isinstance(old, SingleQuotedScalarString):
+            return SingleQuotedScalarString(new)
+    if isinstance(new, dict):
+        m = CommentedMap()
+        for k, v in new.items():
+            m[k] = _styled(None, v)
+        return m
+    if isinstance(new, list):
+        return CommentedSeq([_styled(None, v) for v in new])
+    return new
+
+
+def apply(f: YamlFile, sub: Substitution) -> Change:
+    """Resolve and write one substitution into the file's documents (in place)."""
+    # Resolve first with the plain value to learn the document, then restyle in place.
+    change = apply_to_documents(f.docs, sub, make_map=CommentedMap)
+    styled = _styled(change.old, sub.value)
+    if styled is not sub.value:
+        parent = get(f.docs[change.document], type(sub.path)(sub.path.steps[:-1])) if len(sub.path) > 1 else (
+            f.docs[change.document]
+        )
+        parent[sub.path.steps[-1]] = styled
+    return change

@@ -1,0 +1,170 @@
+"""The gRPC edge: read the request, fetch the component, run the pure core, answer.
+
+``RunFunction`` never raises and never answers with a partial desired state: every expected
+problem is one Fatal result naming the field, rule or file at fault (Crossplane then applies
+nothing, so live objects stay as they are); anything unexpected is one Fatal too, logged
+with its traceback but reported without internals.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import grpc
+from crossplane.function import logging, resource, response
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
+from google.protobuf import json_format
+from pydantic import ValidationError
+
+from function.api.claim import Spec
+from function.api.policy import Policy
+from function.compose import core
+from function.compose.identity import identity_of
+from function.errors import InvalidClaim, InvalidPolicy, SackError
+from function.compose import admission
+from function.sources import SourceFactory, claim_repository
+from function.requirements import Requirements, requirements_for
+
+# Fields Crossplane itself keeps in an XR's spec; they are not part of our API.
+CROSSPLANE_SPEC_FIELDS = {
+    "claimRef",
+    "compositionRef",
+    "compositionSelector",
+    "compositionRevisionRef",
+    "compositionUpdatePolicy",
+    "compositeDeletePolicy",
+    "resourceRefs",
+    "writeConnectionSecretToRef",
+    "publishConnectionDetailsTo",
+    "environmentConfigRefs",
+    "crossplane",
+}
+
+
+def pydantic_error(e: ValidationError, prefix: str, error: type[SackError]) -> SackError:
+    """One error naming the first invalid field path (all of them, when short)."""
+    parts = []
+    for err in e.errors()[:5]:
+        loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
+        parts.append((f"{prefix}.{loc}" if loc else prefix, err["msg"]))
+    where, msg = parts[0]
+    more = "; ".join(f"{w}: {m}" for w, m in parts[1:])
+    return error(where, msg + (f" (also {more})" if more else ""))
+
+
+def parse_policy(raw: Mapping[str, Any] | None) -> Policy:
+    try:
+        return Policy.model_validate(dict(raw or {}))
+    except ValidationError as e:
+        raise pydantic_error(e, "input", InvalidPolicy) from None
+
+
+def parse_spec(xr: Mapping[str, Any]) -> Spec:
+    spec = {k: v for k, v in dict(xr.get("spec") or {}).items() if k not in CROSSPLANE_SPEC_FIELDS}
+    try:
+        return Spec.model_validate(spec)
+    except ValidationError as e:
+        raise pydantic_error(e, "spec", InvalidClaim) from None
+
+
+def _struct(msg: Any) -> dict[str, Any]:
+    return json_format.MessageToDict(msg, preserving_proto_field_name=True) if msg is not None else {}
+
+
+def _result(rsp: fnv1.RunFunctionResponse, severity: int, reason: str, message: str) -> None:
+    rsp.results.append(
+        fnv1.Result(severity=severity, message=message, reason=reason, target=fnv1.TARGET_COMPOSITE_AND_CLAIM)
+    )
+
+
+@dataclass
+class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
+    """Serves RunFunction. One instance per process: its sources share one cache."""
+
+    sources: SourceFactory = field(default_factory=SourceFactory)
+    base_dir: Path = field(default_factory=Path.cwd)
+
+    def __post_init__(self) -> None:
+        self.log = logging.get_logger()
+
+    async def RunFunction(  # noqa: N802 - gRPC method name
+        self, req: fnv1.RunFunctionRequest, _: grpc.aio.ServicerContext | None = None
+    ) -> fnv1.RunFunctionResponse:
+        rsp = response.to(req)
+        xr = _struct(req.observed.composite.resource)
+        meta = xr.get("metadata") or {}
+        log = self.log.bind(xr=meta.get("name", ""), tag=req.meta.tag)
+        labels = meta.get("labels") or {}
+        if labels.get("crossplane.io/claim-name"):
+            log = log.bind(claim=f"{labels.get('crossplane.io/claim-namespace', '')}/{labels['crossplane.io/claim-name']}")
+        started = time.perf_counter()
+        try:
+            await self._run(req, rsp, xr, log)
+        except SackError as e:
+            log.info("fatal", reason=e.reason, error=str(e))
+            rsp.desired.CopyFrom(req.desired)
+            _result(rsp, fnv1.SEVERITY_FATAL, e.reason, str(e))
+        except Exception as e:  # noqa: BLE001 - the last line of defence: never raise out of RunFunction
+            log.exception("unexpected error")
+            rsp.desired.CopyFrom(req.desired)
+            _result(rsp, fnv1.SEVERITY_FATAL, "InternalError", f"internal error ({type(e).__name__}); see the function's logs")
+        log.debug("done", seconds=round(time.perf_counter() - started, 4))
+        return rsp
+
+    async def _run(self, req: fnv1.RunFunctionRequest, rsp: fnv1.RunFunctionResponse, xr: dict[str, Any], log: Any) -> None:
+        policy = parse_policy(_struct(req.input) if req.HasField("input") else {})
+        spec = parse_spec(xr)
+        identity = identity_of(xr)
+        repository = claim_repository(spec)
+        admission.admit(spec, policy, identity, repository.host, repository.plain_http)
+
+        reqs = requirements_for(spec, identity)
+        reqs.declare(rsp)
+        got = reqs.collect(req)
+        if got is None:
+            log.debug("waiting for required resources")
+            return  # Crossplane calls again with them resolved; this answer is discarded
+
+        loaded = await self.sources.load(
+            spec, policy, repository, status=(xr.get("status") or {}), credentials=req.credentials, base_dir=self.base_dir
+        )
+        values = got.values(spec, identity)
+        observed = {k: _struct(v.resource) for k, v in req.observed.resources.items()}
+        out = core.compose(
+            core.CoreInput(
+                spec=spec,
+                policy=policy,
+                identity=identity,
+                repository=repository,
+                loaded=loaded,
+                values=values,
+                existing_namespaces=got.namespaces,
+                observed=observed,
+            )
+        )
+        for key in sorted(out.resources):
+            resource.update(rsp.desired.resources[key], out.resources[key])
+            rsp.desired.resources[key].ready = fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
+        resource.update(rsp.desired.composite, {"status": out.status})
+        if not out.all_ready:
+            rsp.desired.composite.ready = fnv1.READY_FALSE
+        for note in out.notes:
+            sev = fnv1.SEVERITY_WARNING if note.severity == "Warning" else fnv1.SEVERITY_NORMAL
+            _result(rsp, sev, note.reason, note.message)
+        b = out.blocked_by
+        rsp.conditions.append(
+            fnv1.Condition(
+                type="DeploymentReady",
+                status=fnv1.STATUS_CONDITION_TRUE if b is None else fnv1.STATUS_CONDITION_FALSE,
+                reason="Available" if b is None else b.reason,
+                message="every composed object is ready"
+                if b is None
+                else f"{b.kind} {(b.namespace + '/') if b.namespace else ''}{b.name}: {b.message}",
+                target=fnv1.TARGET_COMPOSITE_AND_CLAIM,
+            )
+        )
+        log.info("composed", resources=len(out.resources), version=loaded.component.version, ready=out.all_ready)

@@ -1,0 +1,397 @@
+"""From a resource's OCM access to what a cluster pulls: the packaging contract, §2 and §3.
+
+``/work/shared/reference/packaging.md`` is the contract; this module is its executable form.
+Two questions are answered here and nowhere else:
+
+* :func:`localized_reference`: which image reference the ConfigData ``image``/``registry``/
+  ``repository``/``tag`` rules receive for an image resource (§2). Always digest-pinned when a
+  digest is known, because a mutable tag would let the registry change what runs.
+* :func:`flux_source`: which Flux ``OCIRepository`` (url, ``ref.digest``, ``layerSelector``)
+  serves a deployable (§3). Always ``ref.digest``, never ``ref.tag``: by tag, source-controller
+  resolves the component index to the descriptor manifest (observed), and a Helm chart is then
+  "not found".
+
+Everything here is pure: no I/O, only the descriptor, the repository address and (for the gzip
+check) the first bytes of a blob that the caller already fetched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
+
+from function.errors import ComponentError
+from function.ocm.model import ComponentVersion, Repository, Resource
+
+# Normalised access kinds.
+OCI_ARTIFACT = "ociArtifact"
+LOCAL_BLOB = "localBlob"
+OCI_BLOB = "ociBlob"  # OCIImageLayer / ociBlob: one layer blob in a repository ({ref, digest})
+
+_ACCESS_ALIASES = {
+    "ociartifact": OCI_ARTIFACT,
+    "ociimage": OCI_ARTIFACT,
+    "ociregistry": OCI_ARTIFACT,
+    "localblob": LOCAL_BLOB,
+    "ociimagelayer": OCI_BLOB,
+    "ociblob": OCI_BLOB,
+}
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_MANIFEST_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+MANIFEST_MEDIA_TYPES = frozenset({OCI_MANIFEST, DOCKER_MANIFEST})
+INDEX_MEDIA_TYPES = frozenset({OCI_INDEX, DOCKER_MANIFEST_LIST})
+
+HELM_CHART_LAYER = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+FLUX_CONTENT_LAYER = "application/vnd.cncf.flux.content.v1.tar+gzip"
+TAR_GZIP = "application/x-tar+gzip"
+TAR_PLAIN = "application/x-tar"
+GZIP_MAGIC = b"\x1f\x8b"
+
+#: ``resource.digest`` normalisations whose value is the OCI manifest digest of the artifact.
+PINNING_NORMALISATIONS = ("genericblobdigest/v1", "ociartifactdigest/v1")
+
+DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$")
+SHA256_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+# A conservative image reference grammar (distribution/reference): host[:port]/path[:tag][@digest].
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
+_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+_TAG = r"[\w][\w.-]{0,127}"
+REFERENCE_RE = re.compile(
+    rf"^(?:(?P<host>{_HOST})/)?(?P<path>{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
+    rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+))?$"
+)
+
+Flavour = Literal["helm", "kustomize"]
+
+
+def normalize_access_type(access_type: str) -> str:
+    """``ociArtifact``, ``ociArtifact/v1``, ``OCIImage/v1``, ``ociRegistry``, ``ociImage`` → ``ociArtifact``;
+    ``localBlob``, ``LocalBlob/v1`` → ``localBlob``; ``OCIImageLayer``/``ociBlob`` → ``ociBlob``.
+
+    Case-insensitive, version suffix ``/v1`` stripped. Unknown types come back as given (minus
+    ``/v1``) so error messages can still name them.
+    """
+    base = access_type.strip()
+    if base.lower().endswith("/v1"):
+        base = base[:-3]
+    return _ACCESS_ALIASES.get(base.lower(), base)
+
+
+def is_manifest_media_type(media_type: str | None) -> bool:
+    """True for OCI/Docker image manifests and indexes (stored under ``/manifests/``, not ``/blobs/``)."""
+    return _bare(media_type) in MANIFEST_MEDIA_TYPES | INDEX_MEDIA_TYPES
+
+
+def _bare(media_type: str | None) -> str:
+    return (media_type or "").split(";", 1)[0].strip().lower()
+
+
+@dataclass(frozen=True)
+class ImageReference:
+    """A parsed OCI reference; ``scheme`` is ``http``/``https`` when the access spelled one."""
+
+    host: str
+    path: str
+    tag: str | None = None
+    digest: str | None = None
+    scheme: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``host/path`` (the repository, no tag, no digest)."""
+        return f"{self.host}/{self.path}" if self.host else self.path
+
+    def with_tag_and_digest(self) -> str:
+        out = self.name
+        if self.tag:
+            out += f":{self.tag}"
+        if self.digest:
+            out += f"@{self.digest}"
+        return out
+
+
+def parse_image_reference(text: Any, where: str) -> ImageReference:
+    """Parse ``[http(s)://]host/path[:tag][@digest]``; the scheme only says how to talk to the registry."""
+    if not isinstance(text, str) or not text.strip():
+        raise ComponentError(where, "access.imageReference: missing")
+    ref = text.strip()
+    scheme = None
+    low = ref.lower()
+    for s in ("http://", "https://"):
+        if low.startswith(s):
+            scheme = s[:-3]
+            ref = ref[len(s):]
+            break
+    m = REFERENCE_RE.match(ref) if len(ref) <= 1024 else None
+    if not m:
+        raise ComponentError(where, f"access.imageReference: {text[:200]!r} is not a valid OCI reference")
+    host = m.group("host") or ""
+    path = m.group("path")
+    # "name:tag" without a registry: the regex may have read the first path part as a host.
+    if host and not _is_host(host):
+        path = f"{host}/{path}"
+        host = ""
+    return ImageReference(host=host, path=path, tag=m.group("tag"), digest=m.group("digest"), scheme=scheme)
+
+
+def _is_host(part: str) -> bool:
+    return "." in part or ":" in part or part == "localhost" or part.startswith("[")
+
+
+def _where(cv: ComponentVersion, resource: Resource) -> str:
+    return f"component {cv.name}:{cv.version} {resource.describe()}"
+
+
+def _access_type(resource: Resource, access: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    acc = resource.access if access is None else access
+    raw = acc.get("type")
+    raw = raw if isinstance(raw, str) else ""
+    return raw, normalize_access_type(raw)
+
+
+def _require_repository(cv: ComponentVersion, where: str) -> Repository:
+    if cv.repository is None:
+        raise ComponentError(
+            where,
+            "the component was read from local storage with no registry address, so the cluster has nowhere "
+            "to pull this localBlob from: read the component from (or map it to) a registry, e.g. pass the "
+            "registry the CTF will be transferred to",
+        )
+    return cv.repository
+
+
+def _local_reference(access: Mapping[str, Any], where: str) -> str:
+    ref = access.get("localReference")
+    if not isinstance(ref, str) or not ref:
+        raise ComponentError(where, "access.localReference: missing")
+    if not DIGEST_RE.match(ref):
+        raise ComponentError(where, f"access.localReference: {ref[:100]!r} is not an OCI digest")
+    return ref
+
+
+def _pin_digest(resource: Resource, where: str) -> str | None:
+    """``resource.digest`` as ``sha256:<hex>`` when it is the artifact's manifest digest."""
+    d = resource.digest
+    if d is None:
+        return None
+    if d.normalisation_algorithm.lower() not in PINNING_NORMALISATIONS:
+        return None
+    oci = d.oci
+    if oci is None:
+        return None
+    oci = oci.lower()
+    if not SHA256_RE.match(oci):
+        raise ComponentError(where, f"digest.value: {d.value[:80]!r} is not a SHA-256 hex digest")
+    return oci
+
+
+def _check_consistent(ref: ImageReference, resource: Resource, where: str) -> None:
+    """An ``ociArtifactDigest/v1`` digest *is* the manifest digest: it must agree with the reference."""
+    d = resource.digest
+    if ref.digest and d is not None and d.normalisation_algorithm.lower() == "ociartifactdigest/v1":
+        pinned = _pin_digest(resource, where)
+        if pinned and pinned != ref.digest:
+            raise ComponentError(
+                where,
+                f"access.imageReference digest {ref.digest} differs from resource digest {pinned}",
+            )
+
+
+# --------------------------------------------------------------------------- §2 localized references
+
+
+def localized_reference(cv: ComponentVersion, resource: Resource, *, allow_unpinned: bool = False) -> str:
+    """The image reference a cluster pulls for ``resource`` (packaging.md §2).
+
+    Returns ``host/path:tag@sha256:D`` (tag kept when the access names one; the ConfigData
+    engine derives ``image`` without it) or ``REPO@<localReference>`` for an image copied into
+    the component as a localBlob. A reference with no digest at all is refused unless
+    ``allow_unpinned`` (policy downgrades it to a Warning); then the tag reference is returned.
+    """
+    return _localized(cv, resource, resource.access, allow_unpinned=allow_unpinned, depth=0)
+
+
+def _localized(
+    cv: ComponentVersion, resource: Resource, access: Mapping[str, Any], *, allow_unpinned: bool, depth: int
+) -> str:
+    where = _where(cv, resource)
+    raw, kind = _access_type(resource, access)
+    if kind == OCI_ARTIFACT:
+        ref = parse_image_reference(access.get("imageReference"), where)
+        _check_consistent(ref, resource, where)
+        digest = ref.digest or _pin_digest(resource, where)
+        if digest:
+            return ImageReference(ref.host, ref.path, ref.tag, digest).with_tag_and_digest()
+        if allow_unpinned:
+            return ref.with_tag_and_digest()
+        raise ComponentError(
+            where,
+            f"access {raw}: image reference {ref.name}{':' + ref.tag if ref.tag else ''} has no digest and the "
+            "resource has no SHA-256 digest to pin it with; refusing a mutable tag",
+        )
+    if kind == OCI_BLOB and depth > 0:
+        ref_text = access.get("ref")
+        digest = access.get("digest")
+        if not isinstance(ref_text, str) or not isinstance(digest, str) or not DIGEST_RE.match(digest):
+            raise ComponentError(where, f"access {raw}: needs ref and digest")
+        ref = parse_image_reference(ref_text, where)
+        return f"{ref.name}@{digest}"
+    if kind == LOCAL_BLOB:
+        global_access = access.get("globalAccess")
+        if isinstance(global_access, Mapping) and global_access.get("type") and depth == 0:
+            return _localized(cv, resource, global_access, allow_unpinned=allow_unpinned, depth=depth + 1)
+        media_type = access.get("mediaType")
+        if is_manifest_media_type(media_type):
+            local_ref = _local_reference(access, where)
+            repo = _require_repository(cv, where)
+            return f"{repo.component_repo(cv.name)}@{local_ref}"
+        raise ComponentError(
+            where,
+            f"access {raw} with mediaType {str(media_type)[:100]!r} is a plain blob, not an image: "
+            "it has no image reference a cluster could pull",
+        )
+    raise ComponentError(where, f"access type {raw[:100]!r} has no image reference this function can localize")
+
+
+# --------------------------------------------------------------------------- §3 Flux sources
+
+
+@dataclass(frozen=True)
+class FluxSource:
+    """What an ``OCIRepository`` needs: ``url``, ``ref.digest`` and the ``layerSelector``.
+
+    ``plain_http_host`` is the registry host so the caller can decide on ``insecure`` from the
+    policy (never from the component: ``insecure`` also disables TLS verification).
+    """
+
+    url: str
+    digest: str
+    layer_media_type: str
+    layer_operation: Literal["copy", "extract"]
+    plain_http_host: str
+
+
+def flux_source(
+    cv: ComponentVersion, resource: Resource, flavour: Flavour, *, blob_head: bytes | None = None
+) -> FluxSource:
+    """The Flux ``OCIRepository`` parameters for a deployable (packaging.md §3).
+
+    ``blob_head`` is the first bytes of the resource's raw blob (``LoadedComponent.blob_heads``),
+    used for the gzip magic check of a Kustomize ``application/x-tar+gzip`` localBlob; ``None``
+    skips that check (only for callers that already extracted the blob as gzip).
+    """
+    if flavour not in ("helm", "kustomize"):
+        raise ValueError(f"flavour must be 'helm' or 'kustomize', not {flavour!r}")
+    where = _where(cv, resource)
+    access = resource.access
+    raw, kind = _access_type(resource)
+    if kind == LOCAL_BLOB:
+        global_access = access.get("globalAccess")
+        if isinstance(global_access, Mapping) and global_access.get("type"):
+            graw, gkind = _access_type(resource, global_access)
+            if gkind == OCI_ARTIFACT:
+                return _flux_from_reference(resource, global_access, flavour, where)
+            # A global access that is not an artifact: fall through to the local copy.
+    layer_mt = HELM_CHART_LAYER if flavour == "helm" else FLUX_CONTENT_LAYER
+    if kind == OCI_ARTIFACT:
+        return _flux_from_reference(resource, access, flavour, where)
+    if kind == LOCAL_BLOB:
+        media_type = _bare(access.get("mediaType"))
+        if media_type in MANIFEST_MEDIA_TYPES:
+            local_ref = _local_reference(access, where)
+            repo = _require_repository(cv, where)
+            return FluxSource(
+                url=f"oci://{repo.component_repo(cv.name)}",
+                digest=local_ref,
+                layer_media_type=layer_mt,
+                layer_operation="copy" if flavour == "helm" else "extract",
+                plain_http_host=repo.host,
+            )
+        if flavour == "kustomize" and media_type == TAR_GZIP:
+            return _kustomize_tgz(cv, resource, access, where, blob_head)
+        if flavour == "kustomize" and media_type == TAR_PLAIN:
+            raise ComponentError(
+                where,
+                "Kustomize content is a plain tar (application/x-tar), which Flux cannot extract "
+                "(\"requires gzip-compressed body\"): add `compress: true` to the `dir` input in the "
+                "component constructor and rebuild the component version",
+            )
+        raise ComponentError(
+            where,
+            f"access {raw} with mediaType {str(access.get('mediaType'))[:100]!r} cannot serve as a "
+            f"{'Helm chart' if flavour == 'helm' else 'Kustomize'} source for Flux",
+        )
+    raise ComponentError(
+        where,
+        f"access type {raw[:100]!r} cannot serve as a {'Helm chart' if flavour == 'helm' else 'Kustomize'} "
+        "source for Flux",
+    )
+
+
+def _flux_from_reference(
+    resource: Resource, access: Mapping[str, Any], flavour: Flavour, where: str
+) -> FluxSource:
+    ref = parse_image_reference(access.get("imageReference"), where)
+    _check_consistent(ref, resource, where)
+    digest = ref.digest or _pin_digest(resource, where)
+    if not digest:
+        raise ComponentError(
+            where,
+            f"access imageReference {ref.name} has no digest and the resource has no SHA-256 digest: "
+            "a Flux source must be pinned by digest, never by tag",
+        )
+    if not ref.host:
+        raise ComponentError(where, f"access imageReference {ref.name} names no registry host")
+    return FluxSource(
+        url=f"oci://{ref.name}",
+        digest=digest,
+        layer_media_type=HELM_CHART_LAYER if flavour == "helm" else FLUX_CONTENT_LAYER,
+        layer_operation="copy" if flavour == "helm" else "extract",
+        plain_http_host=ref.host,
+    )
+
+
+def _kustomize_tgz(
+    cv: ComponentVersion, resource: Resource, access: Mapping[str, Any], where: str, blob_head: bytes | None
+) -> FluxSource:
+    local_ref = _local_reference(access, where)
+    repo = _require_repository(cv, where)
+    if not cv.descriptor_digest or not DIGEST_RE.match(cv.descriptor_digest):
+        raise ComponentError(where, "the descriptor manifest digest is unknown, so the Flux source cannot be pinned")
+    if not cv.layers:
+        raise ComponentError(
+            where,
+            "the descriptor manifest's layers are unknown (a plain directory source?), so the uniqueness of the "
+            f"{TAR_GZIP} layer Flux selects cannot be checked: read the component from a registry or a CTF",
+        )
+    same = [layer for layer in cv.layers if _bare(layer.media_type) == TAR_GZIP]
+    if len(same) != 1:
+        raise ComponentError(
+            where,
+            f"the descriptor manifest has {len(same)} layers of media type {TAR_GZIP}; Flux selects layers by "
+            "media type and would silently take the first, so exactly one Kustomize tar.gz per component "
+            "version is supported",
+        )
+    if same[0].digest != local_ref:
+        raise ComponentError(
+            where,
+            f"the descriptor manifest's {TAR_GZIP} layer is {same[0].digest}, not this resource's "
+            f"localReference {local_ref}",
+        )
+    if blob_head is not None and not blob_head.startswith(GZIP_MAGIC):
+        raise ComponentError(
+            where,
+            f"the blob declared {TAR_GZIP} does not start with the gzip magic bytes 1f 8b; Flux would fail "
+            "to extract it",
+        )
+    return FluxSource(
+        url=f"oci://{repo.component_repo(cv.name)}",
+        digest=cv.descriptor_digest,
+        layer_media_type=TAR_GZIP,
+        layer_operation="extract",
+        plain_http_host=repo.host,
+    )

@@ -1,0 +1,196 @@
+"""In-process render: the same RunFunction ``crossplane render`` would call, without a server.
+
+Service teams and ops can see what a claim composes on a laptop with only Python. The loop
+mirrors ``crossplane render`` (crank v2.2.4): send the XR and observed resources, resolve
+requirements from the given files for up to five rounds, stop at the first Fatal, and
+print the desired composed resources in a stable order (by composition-resource name, keys
+sorted), each carrying its ``crossplane.io/composition-resource-name`` annotation.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from crossplane.function import resource as sdkresource
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+from google.protobuf import json_format
+from ruamel.yaml import YAML
+
+from function.api.policy import INPUT_GROUP
+from function.errors import SackError
+from function.fn import FunctionRunner
+from function.yamlio import load_all
+
+ANNOTATION_RESOURCE_NAME = "crossplane.io/composition-resource-name"
+MAX_REQUIREMENT_ROUNDS = 5
+
+
+class RenderError(SackError):
+    reason = "RenderFailed"
+
+
+def _plain(v: Any) -> Any:
+    """Struct numbers are doubles; print whole numbers as integers, as Kubernetes would."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in sorted(v.items())}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
+def dump_yaml(docs: Iterable[Mapping[str, Any]]) -> str:
+    y = YAML(typ="safe", pure=True)
+    y.default_flow_style = False
+    y.width = 4096
+    out = io.StringIO()
+    y.explicit_start = True
+    y.dump_all([_plain(dict(d)) for d in docs], out)
+    return out.getvalue()
+
+
+def load_docs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for p in paths:
+        path = Path(p)
+        files = sorted(f for f in path.rglob("*") if f.suffix in (".yaml", ".yml", ".json")) if path.is_dir() else [path]
+        for f in files:
+            try:
+                data = f.read_bytes()
+            except OSError as e:
+                raise RenderError(str(f), f"cannot be read ({e.strerror})") from None
+            for d in load_all(data, str(f)):
+                if not isinstance(d, dict):
+                    raise RenderError(str(f), "holds a YAML document that is not an object")
+                docs.append(d)
+    return docs
+
+
+def claim_to_xr(doc: dict[str, Any]) -> dict[str, Any]:
+    """A namespaced claim becomes the XR Crossplane would create for it (claimRef and labels set)."""
+    meta = doc.get("metadata") or {}
+    ns = meta.get("namespace")
+    if not ns:
+        return doc
+    name = meta.get("name", "")
+    xr = {
+        "apiVersion": doc.get("apiVersion"),
+        "kind": "X" + str(doc.get("kind", "")),
+        "metadata": {
+            "name": name,
+            "labels": {**(meta.get("labels") or {}), "crossplane.io/claim-name": name, "crossplane.io/claim-namespace": ns},
+        },
+        "spec": {
+            **(doc.get("spec") or {}),
+            "claimRef": {"apiVersion": doc.get("apiVersion"), "kind": doc.get("kind"), "name": name, "namespace": ns},
+        },
+    }
+    if "status" in doc:
+        xr["status"] = doc["status"]
+    return xr
+
+
+def input_from_composition(comp: Mapping[str, Any], where: str) -> dict[str, Any]:
+    steps = ((comp.get("spec") or {}).get("pipeline")) or []
+    ours = [s for s in steps if str((s.get("input") or {}).get("apiVersion", "")).startswith(INPUT_GROUP + "/")]
+    if len(ours) != 1:
+        raise RenderError(where, f"needs exactly one pipeline step whose input is a {INPUT_GROUP} Policy, found {len(ours)}")
+    return dict(ours[0]["input"])
+
+
+def _credentials(docs: Iterable[Mapping[str, Any]]) -> dict[str, fnv1.Credentials]:
+    out: dict[str, fnv1.Credentials] = {}
+    for d in docs:
+        name = (d.get("metadata") or {}).get("name", "")
+        data = {k: base64.b64decode(v) for k, v in (d.get("data") or {}).items()}
+        data.update({k: str(v).encode() for k, v in (d.get("stringData") or {}).items()})
+        out[name] = fnv1.Credentials(credential_data=fnv1.CredentialData(data=data))
+    return out
+
+
+def _matches(doc: Mapping[str, Any], sel: fnv1.ResourceSelector) -> bool:
+    meta = doc.get("metadata") or {}
+    if doc.get("apiVersion") != sel.api_version or doc.get("kind") != sel.kind:
+        return False
+    if sel.namespace and meta.get("namespace") != sel.namespace:
+        return False
+    if sel.HasField("match_name"):
+        return meta.get("name") == sel.match_name
+    labels = meta.get("labels") or {}
+    return all(labels.get(k) == v for k, v in sel.match_labels.labels.items())
+
+
+@dataclass
+class Rendered:
+    xr: dict[str, Any]
+    resources: list[dict[str, Any]]
+    results: list[fnv1.Result] = field(default_factory=list)
+    fatal: fnv1.Result | None = None
+
+    def yaml(self) -> str:
+        return dump_yaml([self.xr, *self.resources])
+
+
+async def render(
+    xr: dict[str, Any],
+    function_input: Mapping[str, Any] | None,
+    *,
+    observed: Iterable[Mapping[str, Any]] = (),
+    required: Iterable[Mapping[str, Any]] = (),
+    credentials: Iterable[Mapping[str, Any]] = (),
+    runner: FunctionRunner | None = None,
+) -> Rendered:
+    runner = runner or FunctionRunner()
+    req = fnv1.RunFunctionRequest()
+    req.meta.tag = "sack8s-render"
+    sdkresource.update(req.observed.composite, xr)
+    for obj in observed:
+        key = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RESOURCE_NAME)
+        if key:
+            sdkresource.update(req.observed.resources[key], dict(obj))
+    if function_input is not None:
+        req.input.update(dict(function_input))
+    for name, cred in _credentials(credentials).items():
+        req.credentials[name].CopyFrom(cred)
+    required = list(required)
+    rsp = fnv1.RunFunctionResponse()
+    for _ in range(MAX_REQUIREMENT_ROUNDS):
+        rsp = await runner.RunFunction(req, None)
+        wanted = rsp.requirements.resources
+        if all(k in req.required_resources for k in wanted):
+            break
+        for k, sel in wanted.items():
+            items = [d for d in required if _matches(d, sel)]
+            req.required_resources[k].CopyFrom(fnv1.Resources(items=[_resource(d) for d in items]))
+    fatal = next((r for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL), None)
+    out_xr = {
+        "apiVersion": xr.get("apiVersion"),
+        "kind": xr.get("kind"),
+        "metadata": {"name": (xr.get("metadata") or {}).get("name")},
+    }
+    status = json_format.MessageToDict(rsp.desired.composite.resource).get("status")
+    if status:
+        out_xr["status"] = status
+    if rsp.conditions:
+        conds = [
+            {"type": c.type, "status": fnv1.Status.Name(c.status).removeprefix("STATUS_CONDITION_").title(), "reason": c.reason, "message": c.message}
+            for c in rsp.conditions
+        ]
+        out_xr.setdefault("status", {})["conditions"] = conds
+    resources = []
+    for key in sorted(rsp.desired.resources):
+        obj = json_format.MessageToDict(rsp.desired.resources[key].resource)
+        obj.setdefault("metadata", {}).setdefault("annotations", {})[ANNOTATION_RESOURCE_NAME] = key
+        resources.append(obj)
+    return Rendered(out_xr, resources, list(rsp.results), fatal)
+
+
+def _resource(doc: Mapping[str, Any]) -> fnv1.Resource:
+    r = fnv1.Resource()
+    sdkresource.update(r, dict(doc))
+    return r

@@ -1,0 +1,109 @@
+"""What the function needs to read from the cluster: target Namespaces and the values ConfigMap.
+
+Crossplane resolves required resources between calls: the function declares them on every
+call and learns the result on the next. A requirement whose name is absent from the request
+is not resolved yet; present with no items means the object does not exist. Only then can
+``create`` refuse a Namespace someone else owns, or ``existing`` insist one is there.
+
+The values ConfigMap is always read from the claim's own namespace (for an XR without a
+claim, from its first target namespace): the API has no namespace field for it, so a claim
+cannot read another team's data through the function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from crossplane.function import response
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+from google.protobuf import json_format
+
+from function.api.claim import Spec
+from function.compose.identity import Identity
+from function.errors import InvalidClaim, InvalidValues
+from function.yamlio import load_one
+
+VALUES = "values-configmap"
+
+
+def namespace_requirement(name: str) -> str:
+    return f"namespace-{name}"
+
+
+def values_namespace(spec: Spec, identity: Identity) -> str:
+    return identity.namespace or spec.namespaces[0].name
+
+
+@dataclass
+class Requirements:
+    namespaces: list[str]
+    configmap: tuple[str, str] | None  # (namespace, name)
+
+    def declare(self, rsp: fnv1.RunFunctionResponse) -> None:
+        for ns in self.namespaces:
+            response.require_resources(rsp, namespace_requirement(ns), "v1", "Namespace", match_name=ns)
+        if self.configmap:
+            ns, name = self.configmap
+            response.require_resources(rsp, VALUES, "v1", "ConfigMap", match_name=name, namespace=ns)
+
+    def collect(self, req: fnv1.RunFunctionRequest) -> "Resolved | None":
+        """What the cluster holds, or None while any requirement is still unresolved."""
+        found: dict[str, Mapping[str, Any] | None] = {}
+        for ns in self.namespaces:
+            key = namespace_requirement(ns)
+            if key not in req.required_resources:
+                return None
+            items = req.required_resources[key].items
+            found[ns] = json_format.MessageToDict(items[0].resource) if items else None
+        configmap = None
+        if self.configmap:
+            if VALUES not in req.required_resources:
+                return None
+            items = req.required_resources[VALUES].items
+            configmap = json_format.MessageToDict(items[0].resource) if items else None
+        return Resolved(found, configmap, self.configmap)
+
+
+@dataclass
+class Resolved:
+    namespaces: dict[str, Mapping[str, Any] | None]
+    configmap: Mapping[str, Any] | None
+    configmap_ref: tuple[str, str] | None = None
+    _values: Any = field(default=None, repr=False)
+
+    def values(self, spec: Spec, identity: Identity) -> Mapping[str, Any] | None:
+        """The claim's configuration values: inline, or parsed from its ConfigMap."""
+        v = spec.values
+        if v is None:
+            return None
+        if v.inline is not None and v.configMapRef is not None:
+            raise InvalidClaim("spec.values", "set either inline or configMapRef, not both")
+        if v.inline is not None:
+            return v.inline
+        if v.configMapRef is None:
+            return None
+        ns, name = self.configmap_ref or (values_namespace(spec, identity), v.configMapRef.name)
+        where = f"spec.values.configMapRef (ConfigMap {ns}/{name})"
+        if self.configmap is None:
+            raise InvalidValues(where, "not found")
+        data = self.configmap.get("data") or {}
+        key = v.configMapRef.key
+        if key is None:
+            if len(data) != 1:
+                raise InvalidValues(where, f"has {len(data)} data keys; set spec.values.configMapRef.key")
+            key = next(iter(data))
+        if key not in data:
+            shown = ", ".join(sorted(data)[:10]) or "none"
+            raise InvalidValues(where, f"has no data key {key!r} (keys: {shown})")
+        parsed = load_one(data[key], f"{where} key {key}")
+        if not isinstance(parsed, dict):
+            raise InvalidValues(f"{where} key {key}", "must hold a YAML mapping of values")
+        return parsed
+
+
+def requirements_for(spec: Spec, identity: Identity) -> Requirements:
+    cm = None
+    if spec.values and spec.values.configMapRef:
+        cm = (values_namespace(spec, identity), spec.values.configMapRef.name)
+    return Requirements(sorted({ns.name for ns in spec.namespaces}), cm)

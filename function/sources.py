@@ -1,0 +1,156 @@
+"""Choosing and reading the component source for a claim (the fetch half of RunFunction).
+
+A claim names an OCM repository by reference; it may only be an OCI registry on the policy
+allowlist (a claim can never make the function read a local path). Ops may map a
+repository to a local CTF or directory mirror (``policy.mirrors``) for offline renders; the
+mirror only replaces where the *bytes* come from, the composed objects still point at the
+registry a cluster would pull from.
+
+Version resolution is sticky: the version resolved last time is read back from the
+observed XR's status, and kept while the claim's constraint is unchanged and no newer match
+appears in the (TTL-cached) tag list. Every replica therefore emits the same desired state,
+and a version never flips back because a tag vanished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from function.api.claim import Spec
+from function.api.policy import Policy
+from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
+from function.ocm import versions
+from function.ocm.cache import Cache
+from function.ocm.fetch import load_component
+from function.ocm.location import Location, open_source, parse_location, parse_repository
+from function.ocm.model import TYPE_CONFIGDATA, Repository
+from function.ocm.select import find_resource
+from function.ocm.source import ComponentSource, LoadedComponent
+
+
+def claim_repository(spec: Spec) -> Repository:
+    """The claim's OCM repository; only OCI registries are accepted from a claim."""
+    where = "spec.component.repository"
+    try:
+        loc = parse_repository(spec.component.repository)
+    except SackError as e:
+        raise PolicyViolation(where, e.message if e.where.startswith("source") else str(e)) from None
+    if loc.kind != "oci" or loc.repository is None:
+        raise PolicyViolation(where, f"must be an OCI registry reference (got a {loc.kind} location)")
+    return loc.repository
+
+
+def _same_repo(a: Location, b: Repository) -> bool:
+    r = a.repository
+    return bool(r) and r.host.lower() == b.host.lower() and r.base.strip("/") == b.base.strip("/")
+
+
+def previous_version(spec: Spec, status: Mapping[str, Any]) -> str | None:
+    prev = status.get("component") or {}
+    if (
+        prev.get("name") == spec.component.name
+        and prev.get("constraint") == spec.component.version
+        and prev.get("repository") == spec.component.repository
+        and prev.get("version")
+    ):
+        return str(prev["version"])
+    return None
+
+
+async def resolve_version(source: ComponentSource, spec: Spec, status: Mapping[str, Any]) -> str:
+    constraint = spec.component.version
+    where = f"spec.component.version (component {spec.component.name})"
+    if versions.is_exact(constraint):
+        return constraint.removeprefix("v") if constraint.startswith("v") and versions.parse_semver(constraint[1:]) else constraint
+    available = await source.list_versions(spec.component.name)
+    picked = versions.pick_version(available, constraint, where=where)
+    prev = previous_version(spec, status)
+    if prev and versions.satisfies(prev, constraint, where=where):
+        p, n = versions.parse_semver(prev), versions.parse_semver(picked)
+        if p is not None and n is not None and not (p < n):
+            return prev
+    return picked
+
+
+@dataclass
+class SourceFactory:
+    """Builds component sources for requests; one per process, sharing one cache."""
+
+    cache: Cache = field(default_factory=Cache)
+
+    def _credentials(self, policy: Policy, host: str, credentials: Mapping[str, Any]) -> Any:
+        from function.ocm.oci import CredentialSet, credentials_from_request_data
+
+        result = CredentialSet()
+        for entry in policy.registries:
+            if entry.credentials is None:
+                continue
+            if entry.credentials not in credentials:
+                raise ComponentError(
+                    f"input registries[{entry.host}].credentials",
+                    f"the pipeline step has no credentials named {entry.credentials!r}",
+                )
+            got = credentials_from_request_data(
+                dict(credentials[entry.credentials].credential_data.data), where=f"credentials {entry.credentials}"
+            )
+            if got.default is not None:  # a bare username/password Secret: bind it to this host only
+                got = CredentialSet({entry.host.lower(): got.default, **got.by_host})
+            result = result.merged(CredentialSet(got.by_host))
+        return result
+
+    def open(
+        self, spec: Spec, policy: Policy, repository: Repository, credentials: Mapping[str, Any], base_dir: Path
+    ) -> ComponentSource:
+        for m in policy.mirrors:
+            if _same_repo(parse_repository(m.repository), repository):
+                path = Path(m.path)
+                if not path.is_absolute():
+                    path = base_dir / path
+                return open_source(parse_location(str(path)), registry_repository=repository)
+        from function.ocm.oci import AllowedHost, OciSource, RegistryAccess
+
+        hosts = [AllowedHost(r.host, plain_http=r.plainHTTP, ca_bundle=r.caBundle) for r in policy.registries]
+        access = RegistryAccess.build(hosts, self._credentials(policy, repository.host, credentials))
+        return OciSource(repository, access=access, cache=self.cache)
+
+    async def load(
+        self,
+        spec: Spec,
+        policy: Policy,
+        repository: Repository,
+        *,
+        status: Mapping[str, Any],
+        credentials: Mapping[str, Any],
+        base_dir: Path,
+    ) -> LoadedComponent:
+        """Resolve the version and load what the core needs; the policy was checked before (admission.admit)."""
+        source = self.open(spec, policy, repository, credentials, base_dir)
+        try:
+            version = await resolve_version(source, spec, status)
+            cv = await source.get(spec.component.name, version)
+            deployable = find_resource(
+                cv.descriptor, spec.deploy.resource.name, spec.deploy.resource.extraIdentity, where="spec.deploy.resource"
+            )
+            if spec.configData is not None:
+                cd = find_resource(cv.descriptor, spec.configData.name, spec.configData.extraIdentity, where="spec.configData")
+                if cd.type != TYPE_CONFIGDATA:
+                    raise InvalidClaim("spec.configData", f"resource {cd.name} has type {cd.type}, not {TYPE_CONFIGDATA}")
+                configdata = (spec.configData.name, dict(spec.configData.extraIdentity))
+            elif any(r.type == TYPE_CONFIGDATA for r in cv.descriptor.resources):
+                configdata = ("", {})
+            else:
+                configdata = None
+            loaded = await load_component(
+                source,
+                spec.component.name,
+                cv.version,
+                deployable=(deployable.name, dict(deployable.extra_identity)),
+                configdata=configdata,
+            )
+        finally:
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
+        return loaded

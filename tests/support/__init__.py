@@ -1,0 +1,1 @@
+"""Test support: real registries and a fault-injecting proxy on loopback."""

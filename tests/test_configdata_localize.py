@@ -1,0 +1,154 @@
+"""Localization rules: resource selection, each field's value, and what is refused."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import pytest
+
+from function.configdata.localize import plan_localization
+from function.configdata.model import parse_configdata
+from function.errors import ComponentError, InvalidConfigData, UnsupportedRule
+from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
+
+D = "sha256:" + "cd" * 32
+
+
+def image(name: str, ref: str, **extra: str) -> Resource:
+    return Resource(name, "1.0", "ociImage", "external", {"type": "ociArtifact", "imageReference": ref},
+                    MappingProxyType(dict(extra)))
+
+
+def cv(*resources: Resource) -> ComponentVersion:
+    return ComponentVersion(Descriptor("acme.org/app", "1.0.0", "acme", tuple(resources)), Repository("r.io"), D)
+
+
+def by_access(_cv: ComponentVersion, r: Resource) -> str:
+    return r.access["imageReference"]
+
+
+def cd(rule: str):
+    return parse_configdata("apiVersion: config.ocm.software/v1alpha1\nkind: ConfigData\nlocalization:\n" + rule)
+
+
+ALL = """- file: values.yaml
+  resource: {name: img}
+  image: a.image
+  registry: a.registry
+  repository: a.repository
+  fullyQualifiedRepository: a.fqr
+  tag: a.tag
+"""
+
+
+@pytest.mark.parametrize(
+    "ref, expected",
+    [
+        ("ghcr.io/stefanprodan/podinfo:6.2.0",
+         ["ghcr.io/stefanprodan/podinfo:6.2.0", "ghcr.io", "stefanprodan/podinfo", "ghcr.io/stefanprodan/podinfo",
+          "6.2.0"]),
+        (f"ghcr.io/stefanprodan/podinfo:6.2.0@{D}",
+         [f"ghcr.io/stefanprodan/podinfo@{D}", "ghcr.io", "stefanprodan/podinfo", "ghcr.io/stefanprodan/podinfo", D]),
+        ("localhost:5000/x:1", ["localhost:5000/x:1", "localhost:5000", "x", "localhost:5000/x", "1"]),
+        (f"localhost:5000/team/x@{D}",
+         [f"localhost:5000/team/x@{D}", "localhost:5000", "team/x", "localhost:5000/team/x", D]),
+        ("nginx:1.25", ["index.docker.io/library/nginx:1.25", "index.docker.io", "library/nginx",
+                        "index.docker.io/library/nginx", "1.25"]),
+        (f"nginx@{D}", [f"index.docker.io/library/nginx@{D}", "index.docker.io", "library/nginx",
+                        "index.docker.io/library/nginx", D]),
+    ],
+)
+def test_every_field(ref, expected):
+    loc = plan_localization(cd(ALL), cv(image("img", ref)), by_access)
+    assert [(s.field, str(s.path), s.value) for s in loc.substitutions] == list(
+        zip(["image", "registry", "repository", "fullyQualifiedRepository", "tag"],
+            ["a.image", "a.registry", "a.repository", "a.fqr", "a.tag"], expected)
+    )
+    assert all(s.rule == "localization[0]" and s.file == "values.yaml" for s in loc.substitutions)
+
+
+def test_tag_with_digest_warns_how_to_pin():
+    loc = plan_localization(cd(ALL), cv(image("img", f"ghcr.io/a/b:1@{D}")), by_access)
+    tag = [w for w in loc.warnings if ".tag" in w]
+    assert len(tag) == 1
+    assert "pinned by digest" in tag[0] and "'image' rule" in tag[0] and "digest field" in tag[0]
+    assert "localization[0].tag (file values.yaml)" in tag[0]
+    assert not any(".repository" in w for w in loc.warnings)  # the rule also sets registry
+
+
+def test_tag_without_digest_does_not_warn():
+    loc = plan_localization(cd(ALL), cv(image("img", "ghcr.io/a/b:1")), by_access)
+    assert loc.warnings == ()
+
+
+def test_repository_without_registry_warns():
+    rule = "- file: values.yaml\n  resource: {name: img}\n  repository: image.repository\n"
+    loc = plan_localization(cd(rule), cv(image("img", "ghcr.io/a/b:1")), by_access)
+    assert loc.substitutions[0].value == "a/b"
+    assert "fullyQualifiedRepository" in loc.warnings[0]
+
+
+def test_extra_identity_is_honoured():
+    rule = "- file: d.yaml\n  resource: {name: img, extraIdentity: {arch: arm64}}\n  image: x\n"
+    c = cv(image("img", "r.io/a:amd", arch="amd64"), image("img", "r.io/a:arm", arch="arm64"))
+    assert plan_localization(cd(rule), c, by_access).substitutions[0].value == "r.io/a:arm"
+
+
+def test_ambiguous_name_is_an_error():
+    rule = "- file: d.yaml\n  resource: {name: img}\n  image: x\n"
+    c = cv(image("img", "r.io/a:amd", arch="amd64"), image("img", "r.io/a:arm", arch="arm64"))
+    with pytest.raises(ComponentError) as e:
+        plan_localization(cd(rule), c, by_access)
+    assert "matches 2 resources" in str(e.value) and "extraIdentity" in str(e.value)
+    assert "localization[0].resource" in str(e.value)
+
+
+def test_missing_resource_is_an_error():
+    rule = "- file: d.yaml\n  resource: {name: nope}\n  image: x\n"
+    with pytest.raises(ComponentError) as e:
+        plan_localization(cd(rule), cv(image("img", "r.io/a:1")), by_access)
+    assert "no resource with identity {name=nope}" in str(e.value)
+
+
+def test_cue_mapping_is_unsupported():
+    rule = "- file: d.yaml\n  resource: {name: img}\n  mapping: {path: spec, transform: 'out: 1'}\n"
+    with pytest.raises(UnsupportedRule) as e:
+        plan_localization(cd(rule), cv(image("img", "r.io/a:1")), by_access)
+    assert "CUE 'mapping' rules are not supported" in str(e.value) and "localization[0]" in str(e.value)
+
+
+def test_reference_path_is_unsupported():
+    rule = "- file: d.yaml\n  resource: {name: img, referencePath: [{name: sub}]}\n  image: x\n"
+    with pytest.raises(UnsupportedRule) as e:
+        plan_localization(cd(rule), cv(image("img", "r.io/a:1")), by_access)
+    assert "referencePath" in str(e.value) and "referenced component" in str(e.value)
+
+
+def test_rule_without_target_is_an_error():
+    with pytest.raises(InvalidConfigData) as e:
+        plan_localization(cd("- file: d.yaml\n  resource: {name: img}\n"), cv(image("img", "r.io/a:1")), by_access)
+    assert "no substitution target given" in str(e.value)
+
+
+def test_locate_errors_name_the_rule():
+    def broken(_cv, r):
+        raise ComponentError("component acme.org/app:1.0.0 resource img", "access type 'weird' unsupported")
+
+    with pytest.raises(ComponentError) as e:
+        plan_localization(cd("- file: d.yaml\n  resource: {name: img}\n  image: x\n"), cv(image("img", "r.io/a:1")),
+                          broken)
+    assert str(e.value).startswith("ConfigData localization[0].resource")
+    assert "access type 'weird'" in str(e.value)
+
+
+def test_default_locate_uses_the_packaging_contract():
+    from function.configdata.localize import default_locate
+
+    r = image("img", f"http://127.0.0.1:5000/upstream/podinfo:6.2.0@{D}")
+    assert default_locate(cv(r), r) == f"127.0.0.1:5000/upstream/podinfo:6.2.0@{D}"
+
+
+def test_rule_without_resource_is_an_error():
+    with pytest.raises(InvalidConfigData) as e:
+        plan_localization(cd("- file: d.yaml\n  image: x\n"), cv(image("img", "r.io/a:1")), by_access)
+    assert "resource is missing" in str(e.value) and "localization[0]" in str(e.value)
