@@ -52,7 +52,7 @@ def test_acceptance_backend_mutate_verbose():
     log = r.stderr
     assert ("localization[0].image: manifests/deploy.yaml document 0 (Deployment/backend) "
             "spec.template.spec.containers[0].image: 'ghcr.io/stefanprodan/podinfo:6.2.0' -> " f"'{RELOCATED}'") in log
-    assert ("configuration.rules[0].path: manifests/deploy.yaml document 0 (Deployment/backend) "
+    assert ("configuration.rules[0]: manifests/deploy.yaml document 0 (Deployment/backend) "
             "spec.replicas: 1 -> 1") in log
     assert "not applicable: ConfigData configuration.rules[1] addresses file manifests/configmap.yaml" in log
     assert "not applicable: ConfigData configuration.rules[2] addresses file manifests/configmap.yaml" in log

@@ -244,3 +244,17 @@ def test_backend_example_as_kustomize_tar():
         ("configuration.rules[2]", "manifests/configmap.yaml", "data.PODINFO_UI_MESSAGE"),
     ]
     assert m.trace[3].value == "This is a test message Pipeline Backend" and m.trace[3].old == "placeholder"
+
+
+def test_errors_name_the_configdata_resource():
+    cd = HDR + "configuration:\n  rules:\n  - {value: (( nope )), file: values.yaml, path: a}\n"
+    with pytest.raises(InvalidConfigData) as e:
+        mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"a: 1\n"}, {},
+                     configdata_name="ConfigData resource config of acme.org/app:1")
+    assert str(e.value).startswith("ConfigData resource config of acme.org/app:1 configuration.rules[0].value")
+
+
+def test_empty_chart_values_file():
+    cd = HDR + "configuration:\n  rules:\n  - {value: 2, file: values.yaml, path: replicaCount}\n"
+    m = mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b""}, {})
+    assert m.helm_values == {"replicaCount": 2}

@@ -59,3 +59,14 @@ def test_alias_bomb_is_refused():
     with pytest.raises(Exception) as e:
         parse_configdata(bomb)
     assert "alias bomb" in str(e.value)
+
+
+def test_rule_files_are_normalised_and_confined():
+    cd = parse_configdata(BASE + "localization:\n- {file: ./manifests//deploy.yaml, image: x, resource: {name: i}}\n"
+                          "configuration:\n  rules:\n  - {value: 1, file: ./a.yaml, path: x}\n")
+    assert cd.localization[0].file == "manifests/deploy.yaml"
+    assert cd.configuration.rules[0].file == "a.yaml"
+    for bad in ("../x.yaml", "/etc/x.yaml", "a/../../x.yaml"):
+        with pytest.raises(InvalidConfigData) as e:
+            parse_configdata(BASE + f"configuration:\n  rules:\n  - {{value: 1, file: '{bad}', path: x}}\n")
+        assert "configuration.rules[0].file: must be a file path relative to the resource root" in str(e.value)

@@ -133,3 +133,15 @@ def test_invalid_yaml_names_the_file():
     with pytest.raises(Exception) as e:
         apply_to_file("a: [\n", "f.yaml", [sub("a", 1)])
     assert "f.yaml" in str(e.value) and "not valid YAML" in str(e.value)
+
+
+def test_block_scalars_keep_their_style():
+    text = "data:\n  conf: |\n    a=1\n    b=2\n"
+    r = apply_to_file(text, "f.yaml", [sub("data.conf", "a=3\nb=4\n")])
+    assert r.text == "data:\n  conf: |\n    a=3\n    b=4\n"
+
+
+def test_empty_file_is_an_empty_map():
+    r = apply_to_file("# just a comment\n", "values.yaml", [sub("image.tag", "1", file="values.yaml")])
+    assert r.text.endswith("image:\n  tag: '1'\n")
+    assert r.changes[0].created == 2

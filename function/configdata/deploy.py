@@ -22,7 +22,7 @@ from function.configdata.paths import format_path
 from function.configdata.plain import plain
 from function.configdata.substitution import Change
 from function.configdata.yamlfile import YamlFile, apply, load_file
-from function.errors import InvalidConfigData
+from function.errors import InvalidConfigData, SackError
 from function.ocm.model import ComponentVersion, Resource
 from function.yamlio import load_one
 
@@ -82,6 +82,24 @@ def mutation_for(
     """
     if flavour not in ("helm", "kustomize"):
         raise ValueError(f"unknown flavour {flavour!r}")
+    try:
+        return _mutation_for(flavour, configdata, component, files, values, configdata_name, locate)
+    except SackError as e:
+        # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource.
+        if configdata_name != "ConfigData" and e.where.startswith("ConfigData "):
+            raise type(e)(configdata_name + e.where[len("ConfigData"):], e.message) from None
+        raise
+
+
+def _mutation_for(
+    flavour: Flavour,
+    configdata: bytes,
+    component: ComponentVersion,
+    files: Mapping[str, bytes],
+    values: Mapping[str, Any] | None,
+    configdata_name: str,
+    locate: Locate | None,
+) -> FluxMutation:
     cd = parse_configdata(configdata, configdata_name)
     p = plan(cd, component=component, values=values, locate=locate)
 

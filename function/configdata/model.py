@@ -11,6 +11,7 @@ informational ``name`` on a localization rule (the MPAS generator, the fixture c
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -25,6 +26,14 @@ LOCALIZATION_FIELDS = ("image", "registry", "repository", "fullyQualifiedReposit
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+def normalise_file(v: str) -> str:
+    """Rule files are relative to the resource root: ``./a.yaml`` is ``a.yaml``; no escaping it."""
+    norm = posixpath.normpath(v)
+    if v.startswith("/") or norm == ".." or norm.startswith("../") or norm == ".":
+        raise ValueError(f"must be a file path relative to the resource root, got {v[:200]!r}")
+    return norm
 
 
 class ResourceItem(_Strict):
@@ -50,6 +59,8 @@ class LocalizationRule(_Strict):
     mapping: Mapping | None = None
     referencePath: list[dict[str, Any]] | None = None
 
+    _file = field_validator("file")(classmethod(lambda cls, v: normalise_file(v)))
+
     def targets(self) -> list[tuple[str, str]]:
         """(field, path) for every non-empty localization field, in documented order."""
         return [(f, getattr(self, f)) for f in LOCALIZATION_FIELDS if getattr(self, f)]
@@ -59,6 +70,8 @@ class ConfigRule(_Strict):
     value: Any = None
     path: str = Field(min_length=1)
     file: str = Field(min_length=1)
+
+    _file = field_validator("file")(classmethod(lambda cls, v: normalise_file(v)))
 
 
 class Configuration(_Strict):

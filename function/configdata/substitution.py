@@ -132,7 +132,8 @@ def describe(change: Change) -> str:
     """One log line: rule, file, document, path, old -> new."""
     obj = f" ({change.kind}/{change.name})" if change.kind and change.name else ""
     created = " [created]" if change.created else ""
+    label = change.rule if change.sub.field == "path" else f"{change.rule}.{change.sub.field}"
     return (
-        f"{change.rule}.{change.sub.field}: {change.sub.file} document {change.document}{obj} "
+        f"{label}: {change.sub.file} document {change.document}{obj} "
         f"{change.path}: {_short(change.old)} -> {_short(change.value)}{created}"
     )

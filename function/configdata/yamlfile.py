@@ -17,7 +17,13 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
-from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
+from ruamel.yaml.scalarstring import (
+    DoubleQuotedScalarString,
+    FoldedScalarString,
+    LiteralScalarString,
+    ScalarString,
+    SingleQuotedScalarString,
+)
 
 from function.configdata.paths import get
 from function.configdata.substitution import Change, Substitution, apply_to_documents
@@ -77,6 +83,8 @@ def load_file(text: bytes | str, name: str) -> YamlFile:
     except YAMLError as e:  # pragma: no cover - load_all above already parsed it
         raise YamlError(name, f"is not valid YAML: {type(e).__name__}") from None
     docs = [d for d in docs if d is not None]
+    if not docs:
+        docs = [CommentedMap()]  # an empty file is an empty map, as yq treats it (values.yaml may be empty)
     lead = re.match(r"\A((?:[ \t]*#[^\n]*\n|[ \t]*\n)*)---", text)
     m, s, o = _guess_indent(text)
     return YamlFile(name, docs, bool(lead), m, s, o, lead.group(1) if lead else "")
@@ -98,11 +106,10 @@ def dump_file(f: YamlFile) -> str:
 
 def _styled(old: Any, new: Any) -> Any:
     """Keep the quoting of a replaced string scalar; turn plain containers into round-trip ones."""
-    if isinstance(new, str) and not isinstance(new, (DoubleQuotedScalarString, SingleQuotedScalarString)):
-        if isinstance(old, DoubleQuotedScalarString):
-            return DoubleQuotedScalarString(new)
-        if isinstance(old, SingleQuotedScalarString):
-            return SingleQuotedScalarString(new)
+    if isinstance(new, str) and not isinstance(new, ScalarString):
+        for style in (DoubleQuotedScalarString, SingleQuotedScalarString, LiteralScalarString, FoldedScalarString):
+            if isinstance(old, style) and (style not in (LiteralScalarString, FoldedScalarString) or "\n" in new):
+                return style(new)
     if isinstance(new, dict):
         m = CommentedMap()
         for k, v in new.items():

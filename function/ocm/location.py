@@ -225,13 +225,16 @@ def _local_kind(path: Path, where: str) -> Kind:
 # --------------------------------------------------------------------------- opening
 
 
-def open_source(location: Location, *, registry_repository: Repository | None = None) -> "ComponentSource":
+def open_source(
+    location: Location, *, registry_repository: Repository | None = None, **oci_options: object
+) -> "ComponentSource":
     """A :class:`ComponentSource` for ``location``.
 
     ``registry_repository`` is the registry a local CTF/directory stands in for (a mirror): it
     becomes ``ComponentVersion.repository`` so localized references point where the cluster
     pulls from. Without it, localBlob images and Flux sources cannot be derived (a clear error
-    later, in :mod:`function.ocm.access`). For ``oci`` it is ignored.
+    later, in :mod:`function.ocm.access`). For ``oci`` it is ignored, and ``oci_options``
+    (``access``, ``cache``) are passed to ``function.ocm.oci.open_registry``.
     """
     if location.kind == "ctf":
         from function.ocm.ctf import CtfSource
@@ -255,7 +258,7 @@ def open_source(location: Location, *, registry_repository: Repository | None = 
         factory = getattr(mod, "open_registry", None) or getattr(mod, "OciSource", None)
         if factory is None:
             raise ComponentError("source", "OCI registry sources are not available in this build")
-        return factory(location.repository)
+        return factory(location.repository, **oci_options)
     raise ComponentError("source", f"unknown location kind {location.kind!r}")
 
 

@@ -1,0 +1,207 @@
+"""Measure a warm fetch of the fixture component with each candidate OCI client.
+
+Not a test: ``.venv/bin/python tests/support/measure_clients.py`` (needs docker-registry;
+oras, gardener-oci and aiohttp only for their rows). One "fetch" = what ``OciSource.get``
+plus two ``blob`` calls need: the tag (index), the descriptor manifest, the component
+config, the descriptor layer, the chart manifest (``/manifests/``) and the ConfigData blob.
+Every client is warmed up first (connections open, tokens fetched); the figure is the
+median of N rounds. Results go to stdout as a Markdown table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parents[2])]
+
+from support.registry import RegistryServer  # noqa: E402
+
+from function.ocm.cache import Cache  # noqa: E402
+from function.ocm.model import Repository  # noqa: E402
+from function.ocm.oci import AllowedHost, OciSource, RegistryAccess  # noqa: E402
+from function.ocm.oci.manifest import ACCEPT_MANIFESTS  # noqa: E402
+
+FIXTURES = HERE.parents[3] / "shared/fixtures/ocm-cli-v0.9.1"
+COMPONENT = "acme.org/sack8s/podinfo"
+REPO = f"source/component-descriptors/{COMPONENT}"
+CHART = "sha256:d3db565bb38f9b1e65f95416ccdd7582911e79a57a5007ffb5f80a4b1d47d315"
+CONFIGDATA = "sha256:29f6125ecdc4a1ed3635c8a12497221b3d5fc27e8b4d6a73231db6765d395051"
+ROUNDS = 200
+
+
+def ms(samples: list[float]) -> str:
+    return f"{statistics.median(samples) * 1000:.2f} ms (p90 {sorted(samples)[int(len(samples) * 0.9)] * 1000:.2f})"
+
+
+def walk(get_manifest, get_blob) -> None:
+    index = json.loads(get_manifest("6.2.0"))
+    child = next(m for m in index["manifests"] if m.get("artifactType", "").startswith("application/vnd.ocm"))
+    dm = json.loads(get_manifest(child["digest"]))
+    cfg = json.loads(get_blob(dm["config"]["digest"]))
+    get_blob(cfg["componentDescriptorLayer"]["digest"])
+    get_manifest(CHART)
+    get_blob(CONFIGDATA)
+
+
+async def awalk(get_manifest, get_blob) -> None:
+    index = json.loads(await get_manifest("6.2.0"))
+    child = next(m for m in index["manifests"] if m.get("artifactType", "").startswith("application/vnd.ocm"))
+    dm = json.loads(await get_manifest(child["digest"]))
+    cfg = json.loads(await get_blob(dm["config"]["digest"]))
+    await get_blob(cfg["componentDescriptorLayer"]["digest"])
+    await get_manifest(CHART)
+    await get_blob(CONFIGDATA)
+
+
+def timed(fn, rounds=ROUNDS) -> list[float]:
+    fn()
+    out = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+async def atimed(fn, rounds=ROUNDS) -> list[float]:
+    await fn()
+    out = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        await fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def main() -> None:
+    import os
+
+    from support.tlsca import make_pki
+
+    work = Path(tempfile.mkdtemp())
+    pki = make_pki(work / "pki")
+    # the libraries under test trust the CA only through the process-wide defaults
+    os.environ["SSL_CERT_FILE"] = str(pki.ca_file)
+    os.environ["REQUESTS_CA_BUNDLE"] = str(pki.ca_file)
+    tables = []
+    for tls in (False, True):
+        reg = RegistryServer(
+            "docker-registry", work / f"reg-{tls}", storage=FIXTURES / "registry",
+            **({"tls_cert": pki.cert_file, "tls_key": pki.key_file, "ca_file": pki.ca_file} if tls else {}),
+        ).start()
+        try:
+            tables.append((tls, measure(reg.host, tls, pki)))
+        finally:
+            reg.stop()
+    for tls, rows in tables:
+        print(f"\n{'HTTPS (private CA)' if tls else 'plain HTTP'}, loopback, distribution 2.8.2\n")
+        print(f"| client | warm fetch, median of {ROUNDS} |\n|---|---|")
+        for name, value in rows:
+            print(f"| {name} | {value} |")
+
+
+def measure(host: str, tls: bool, pki) -> list[tuple[str, str]]:
+    scheme = "https" if tls else "http"
+    rows: list[tuple[str, str]] = []
+    if True:
+        access = RegistryAccess.build([AllowedHost(host, plain_http=not tls, ca_bundle=pki.ca_pem if tls else None)])
+        repo = Repository(host, "source", plain_http=not tls)
+
+        async def ours() -> None:
+            # uncached: a zero-byte budget and a zero TTL make every call go to the registry
+            async with OciSource(repo, access, Cache(max_bytes=0, ttl=0)) as src:
+                async def one() -> None:
+                    src.cache.clear()
+                    cv = await src.get(COMPONENT, "6.2.0")
+                    await src.blob(cv, CHART, "application/vnd.oci.image.manifest.v1+json")
+                    await src.blob(cv, CONFIGDATA, "application/yaml")
+                rows.append(("function.ocm.oci (httpx async), no cache: get + 2 blobs, parsed", ms(await atimed(one))))
+            async with OciSource(repo, access, Cache()) as src:
+                async def hot() -> None:
+                    cv = await src.get(COMPONENT, "6.2.0")
+                    await src.blob(cv, CHART, "application/vnd.oci.image.manifest.v1+json")
+                    await src.blob(cv, CONFIGDATA, "application/yaml")
+                rows.append(("function.ocm.oci (httpx async), cache warm (hot path)", ms(await atimed(hot))))
+
+        asyncio.run(ours())
+
+        try:
+            import oras.provider
+
+            r = oras.provider.Registry(host, insecure=not tls, tls_verify=str(pki.ca_file) if tls else True)
+            base = f"{scheme}://{host}/v2/{REPO}"
+
+            def om(ref: str) -> bytes:
+                resp = r.do_request(f"{base}/manifests/{ref}", "GET", headers={"Accept": ACCEPT_MANIFESTS})
+                resp.raise_for_status()
+                return resp.content
+
+            def ob(d: str) -> bytes:
+                resp = r.do_request(f"{base}/blobs/{d}", "GET")
+                resp.raise_for_status()
+                return resp.content
+
+            rows.append((f"oras {oras.__version__ if hasattr(oras, '__version__') else ''} (requests, sync): same 6 GETs, raw".strip(), ms(timed(lambda: walk(om, ob)))))
+        except ImportError as exc:
+            rows.append(("oras", f"not installed ({exc.name})"))
+
+        try:
+            import oci.client
+            import oci.model as omodel
+
+            routes = oci.client.OciRoutes(base_api_url_lookup=lambda image_reference: f"{scheme}://{host}/v2/")
+            c = oci.client.Client(routes=routes, max_retries=0)
+            ref = f"{host}/{REPO}"
+
+            def gm(tag_or_digest: str) -> bytes:
+                sep = "@" if tag_or_digest.startswith("sha256:") else ":"
+                return c.manifest_raw(f"{ref}{sep}{tag_or_digest}", accept=ACCEPT_MANIFESTS).content
+
+            def gb(d: str) -> bytes:
+                return c.blob(ref, d).content
+
+            try:
+                rows.append(("gardener-oci (requests, sync): same 6 GETs, raw", ms(timed(lambda: walk(gm, gb)))))
+            except Exception as exc:  # noqa: BLE001
+                rows.append(("gardener-oci (requests, sync)", f"failed: {type(exc).__name__}"))
+
+            try:
+                import aiohttp  # noqa: F401
+                import oci.client_async
+
+                async def gardener_async() -> None:
+                    ac = oci.client_async.Client(routes=routes)
+                    try:
+                        async def agm(x: str) -> bytes:
+                            sep = "@" if x.startswith("sha256:") else ":"
+                            res = await ac.manifest_raw(f"{ref}{sep}{x}", accept=ACCEPT_MANIFESTS)
+                            return await res.read()
+
+                        async def agb(d: str) -> bytes:
+                            res = await ac.blob(ref, d)
+                            return await res.read()
+
+                        rows.append(("gardener-oci async (aiohttp): same 6 GETs, raw", ms(await atimed(lambda: awalk(agm, agb)))))
+                    except Exception as exc:  # noqa: BLE001
+                        rows.append(("gardener-oci async (aiohttp)", f"failed: {type(exc).__name__}: {str(exc)[:100]}"))
+                    finally:
+                        await ac.session.close()
+
+                asyncio.run(gardener_async())
+            except ImportError as exc:
+                rows.append(("gardener-oci async", f"not usable ({exc.name} missing)"))
+            del omodel
+        except ImportError as exc:
+            rows.append(("gardener-oci", f"not installed ({exc.name})"))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
