@@ -190,6 +190,18 @@ async def test_oversized_content_length_aborts(proxy):
     assert_one_clean_error(err.value, proxy.host)
 
 
+async def test_oversized_body_without_content_length_aborts_while_streaming(proxy):
+    proxy.fault("chunked", when=lambda m, p: p.endswith(YAML_BLOB))
+    async with source(proxy.host, max_blob_bytes=100) as src:
+        cv = await src.get(COMPONENT, "6.2.0")
+        with pytest.raises(ComponentError, match="response exceeds the 100 byte limit") as err:
+            await src.blob(cv, YAML_BLOB, "application/yaml")
+    assert_one_clean_error(err.value, proxy.host)
+    async with source(proxy.host) as src:  # chunked within the cap is fine
+        cv = await src.get(COMPONENT, "6.2.0")
+        assert (await src.blob(cv, YAML_BLOB, "application/yaml")).startswith(b"apiVersion")
+
+
 # -- tampered storage -------------------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ Faults (``proxy.fault(kind, when=predicate)``; ``when(method, path)`` selects re
 ``truncate``  forward, then send the headers and only half of the body, and close
 ``corrupt``   forward, then flip one byte in the body
 ``redirect``  answer 307 to ``redirect_to`` (default ``http://169.254.169.254/...``)
+``chunked``   forward, but send the body chunked, without Content-Length
 
 ``token_auth=(user, password)`` emulates the Docker bearer-token flow in front of an
 open registry: requests without the current bearer token get 401 with
@@ -171,15 +172,23 @@ class FaultProxy:
             resp_body = resp_body[:i] + bytes([resp_body[i] ^ 0xFF]) + resp_body[i + 1 :]
         out = [status_line]
         for k, v in resp_headers:
-            if k.lower() in ("connection", "keep-alive", "transfer-encoding"):
+            if k.lower() in ("connection", "keep-alive", "transfer-encoding", "content-length"):
                 continue
-            if k.lower() == "content-length":
-                v = str(len(resp_body))
             out.append(f"{k}: {v}")
-        if not any(k.lower() == "content-length" for k, _ in resp_headers):
+        if fault == "chunked":
+            out.append("Transfer-Encoding: chunked")
+        else:
             out.append(f"Content-Length: {len(resp_body)}")
         out.append("Connection: close")
         writer.write(("\r\n".join(out) + "\r\n\r\n").encode("latin-1"))
+        if fault == "chunked":
+            for i in range(0, len(resp_body), 64):
+                piece = resp_body[i : i + 64]
+                writer.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                await writer.drain()
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+            return
         if fault == "truncate":
             writer.write(resp_body[: len(resp_body) // 2])
             await writer.drain()

@@ -1,0 +1,802 @@
+"""The function under the real Crossplane CLI (crank v2.2.4): render and beta validate, offline.
+
+* One ``sack8s serve --insecure`` for the session; ``crossplane render`` reaches it through the
+  ``render.crossplane.io/runtime-development-target`` annotation (``-a``).
+* For every example, ``crossplane render`` and ``sack8s render`` compose the same resources (and
+  report the same results); the normaliser below drops only what Crossplane's render adds itself.
+* ``crossplane beta validate`` accepts every shipped example and every rendered object against
+  the upstream CRDs + our XRDs + the function-input CRD, with zero errors and exactly the
+  expected summary counts; the core kinds it cannot check (Namespace, ServiceAccount, Role,
+  RoleBinding, ConfigMap) are checked by ``kubernetes_validate`` in strict mode instead.
+* Deliberately broken copies (wrong apiVersion, misspelled field) make the same helper fail.
+* A Fatal (a forbidden namespace) fails both renders with the same message.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+pytestmark = pytest.mark.crossplane
+
+EXAMPLES = REPO / "examples"
+COMPOSITION = EXAMPLES / "composition.yaml"
+COMPOSITION_CLAIM = EXAMPLES / "composition-claim.yaml"
+FUNCTIONS = EXAMPLES / "functions.yaml"
+TARGET_ANNOTATION = "render.crossplane.io/runtime-development-target"
+TIMEOUT = 60
+
+# Kinds no CRD in ../shared/crds or our XRDs describes: `crossplane beta validate` reports them as
+# "missing schemas" (exit 0). Only these may be missing; any other missing schema (say a typo in
+# an apiVersion) is a failure. The Kubernetes built-ins are checked by kubernetes_validate.
+CORE_MISSING = {
+    ("v1", "Namespace"),
+    ("v1", "ServiceAccount"),
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+}
+ALLOWED_MISSING = CORE_MISSING | {("pkg.crossplane.io/v1", "Function")}
+
+
+def _sack8s_bin() -> str:
+    local = Path(sys.executable).with_name("sack8s")
+    found = str(local) if local.exists() else shutil.which("sack8s")
+    assert found, "the sack8s command is not installed next to the test interpreter"
+    return found
+
+
+def _k8s_version() -> str:
+    """The Kubernetes schemas kubernetes_validate checks core kinds against (1.32 if shipped)."""
+    import kubernetes_validate.utils as kvu
+
+    shipped = {kvu.major_minor(v) for v in kvu.all_versions()}
+    return "1.32" if "1.32" in shipped else kvu.major_minor(kvu.latest_version())
+
+
+def _run(args: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT, **kw)
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def _dump(docs: Iterable[dict[str, Any]], path: Path) -> Path:
+    path.write_text(yaml.safe_dump_all(list(docs), sort_keys=True))
+    return path
+
+
+def _gvk(doc: dict[str, Any]) -> tuple[str, str]:
+    return (str(doc.get("apiVersion", "")), str(doc.get("kind", "")))
+
+
+# --------------------------------------------------------------------------------------------
+# The function server (one per session)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def target(self) -> str:
+        return f"{TARGET_ANNOTATION}=dns:///127.0.0.1:{self.port}"
+
+    def logs(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+@pytest.fixture(scope="session")
+def server(crossplane_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterable[Server]:
+    port = _free_port()
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [_sack8s_bin(), "serve", "--insecure", "--address", f"127.0.0.1:{port}"],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    srv = Server(port, proc, log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"sack8s serve exited with {proc.returncode}:\n{srv.logs()}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"sack8s serve not listening on {port} after 30 s:\n{srv.logs()}")
+                time.sleep(0.1)
+        yield srv
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+# --------------------------------------------------------------------------------------------
+# The examples and their renders
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    xr: Path  # what `sack8s render` gets (an XR or a claim)
+    composition: Path
+    observed: Path | None = None
+    required: Path | None = None
+
+    @property
+    def is_claim(self) -> bool:
+        return bool((_load(self.xr)[0].get("metadata") or {}).get("namespace"))
+
+
+CASES = [
+    Case("helm", EXAMPLES / "xr.yaml", COMPOSITION),
+    Case("helm-observed", EXAMPLES / "xr.yaml", COMPOSITION, EXAMPLES / "observed" / "helm"),
+    Case("kustomize", EXAMPLES / "xr-kustomize.yaml", COMPOSITION),
+    Case(
+        "kustomize-observed",
+        EXAMPLES / "xr-kustomize.yaml",
+        COMPOSITION,
+        EXAMPLES / "observed" / "kustomize",
+    ),
+    Case("claim", EXAMPLES / "claim.yaml", COMPOSITION_CLAIM, required=EXAMPLES / "required"),
+]
+
+
+def claim_xr(claim: dict[str, Any]) -> dict[str, Any]:
+    """The legacy XR Crossplane's claim controller creates for a claim, for `crossplane render`.
+
+    Kind X<claim kind>, labels crossplane.io/claim-name/-namespace, spec.claimRef. Crossplane
+    names it <claim>-<random suffix>; we use the claim's name, as `sack8s render` does, so the
+    composed names can be compared.
+    """
+    meta = claim["metadata"]
+    name, ns = meta["name"], meta["namespace"]
+    return {
+        "apiVersion": claim["apiVersion"],
+        "kind": "X" + claim["kind"],
+        "metadata": {
+            "name": name,
+            "labels": {
+                **(meta.get("labels") or {}),
+                "crossplane.io/claim-name": name,
+                "crossplane.io/claim-namespace": ns,
+            },
+        },
+        "spec": {
+            **claim["spec"],
+            "claimRef": {
+                "apiVersion": claim["apiVersion"],
+                "kind": claim["kind"],
+                "name": name,
+                "namespace": ns,
+            },
+        },
+    }
+
+
+@dataclass
+class Renders:
+    case: Case
+    xr_file: Path  # the XR `crossplane render` got
+    crossplane: subprocess.CompletedProcess[str]
+    sack8s: subprocess.CompletedProcess[str]
+    crossplane_file: Path  # crossplane's stdout without its Result documents (what we validate)
+    sack8s_file: Path
+
+    @property
+    def crossplane_docs(self) -> list[dict[str, Any]]:
+        return _load(self.crossplane_file)
+
+    @property
+    def crossplane_results(self) -> list[dict[str, Any]]:
+        docs = yaml.safe_load_all(self.crossplane.stdout)
+        return [d for d in docs if d and d.get("kind") == "Result"]
+
+    @property
+    def sack8s_docs(self) -> list[dict[str, Any]]:
+        return _load(self.sack8s_file)
+
+
+def crossplane_render(
+    bin_: Path, srv: Server, xr: Path, composition: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    args = [str(bin_), "render", "-x", "-r", str(xr), str(composition), str(FUNCTIONS)]
+    return _run([*args, "-a", srv.target, *extra])
+
+
+def sack8s_render(xr: Path, composition: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return _run([_sack8s_bin(), "render", str(xr), "--composition", str(composition), *extra])
+
+
+@pytest.fixture(scope="session")
+def renders(
+    crossplane_bin: Path, server: Server, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Renders]:
+    """Every case rendered once by each tool (sequentially; the server is shared)."""
+    out: dict[str, Renders] = {}
+    for case in CASES:
+        if not case.xr.exists():
+            continue
+        tmp = tmp_path_factory.mktemp(f"render-{case.id}")
+        xr_file = case.xr
+        if case.is_claim:
+            xr_file = _dump([claim_xr(_load(case.xr)[0])], tmp / "claim-xr.yaml")
+        cp_extra: list[str] = []
+        sk_extra: list[str] = []
+        if case.observed:
+            cp_extra += ["-o", str(case.observed)]
+            sk_extra += ["--observed", str(case.observed)]
+        if case.required:
+            cp_extra += ["-e", str(case.required)]
+            sk_extra += ["--required-resources", str(case.required)]
+        cp = crossplane_render(crossplane_bin, server, xr_file, case.composition, *cp_extra)
+        sk = sack8s_render(case.xr, case.composition, *sk_extra)
+        cp_file = tmp / "crossplane.yaml"
+        if cp.returncode == 0:
+            docs = [d for d in yaml.safe_load_all(cp.stdout) if d and d.get("kind") != "Result"]
+            _dump(docs, cp_file)
+        sk_file = tmp / "sack8s.yaml"
+        sk_file.write_text(sk.stdout)
+        out[case.id] = Renders(case, xr_file, cp, sk, cp_file, sk_file)
+    return out
+
+
+def _case(renders: dict[str, Renders], server: Server, case_id: str) -> Renders:
+    if case_id not in renders:
+        pytest.fail(f"example for case {case_id!r} is missing", pytrace=False)
+    r = renders[case_id]
+    assert r.crossplane.returncode == 0, (
+        f"crossplane render failed ({r.crossplane.returncode}):\n{r.crossplane.stderr}\n"
+        f"server log:\n{server.logs()}"
+    )
+    assert r.sack8s.returncode == 0, f"sack8s render failed:\n{r.sack8s.stderr}"
+    return r
+
+
+# --------------------------------------------------------------------------------------------
+# Normalising `crossplane render` output
+#
+# Dropped from every composed resource, on both sides, and only when the value is exactly what
+# crank v2.2.4's render (render.go, SetComposedResourceMetadata) would set:
+#   - metadata.ownerReferences[]: the controller reference to the XR (apiVersion, kind and name
+#     of the XR, controller: true, blockOwnerDeletion: true, uid "" since the XR has none);
+#     any other owner reference is kept;
+#   - metadata.labels["crossplane.io/composite"] == the XR's name;
+#   - metadata.labels["crossplane.io/claim-name"] / ["crossplane.io/claim-namespace"] == the same
+#     label on the XR (set only for claims);
+#   - metadata.generateName == "<XR name>-" (set when the function gives no name);
+#   - metadata.labels and metadata.ownerReferences when the above leaves them empty.
+# Not dropped: metadata.namespace (render sets the XR's namespace only for namespaced XRs; ours
+# are Cluster / LegacyCluster), the composition-resource-name annotation (both print it), and
+# everything else.
+# Dropped from the XR (first document), which `-x` prints with the input's metadata and spec:
+#   - spec and all of metadata except name (compared with the input XR separately);
+#   - status.conditions[type=Ready] (render computes it from the composed resources' readiness)
+#     and lastTransitionTime on every condition (render stamps a fixed time);
+#   - status.conditions when that leaves it empty.
+
+
+def _normalise_composed(obj: dict[str, Any], xr: dict[str, Any]) -> dict[str, Any]:
+    obj = copy.deepcopy(obj)
+    meta = obj.setdefault("metadata", {})
+    xr_meta = xr.get("metadata") or {}
+    xr_name = xr_meta.get("name")
+    xr_labels = xr_meta.get("labels") or {}
+    refs = [
+        r
+        for r in meta.get("ownerReferences") or []
+        if not (
+            r.get("apiVersion") == xr.get("apiVersion")
+            and r.get("kind") == xr.get("kind")
+            and r.get("name") == xr_name
+            and r.get("controller") is True
+            and r.get("blockOwnerDeletion") is True
+            and r.get("uid", "") == ""
+        )
+    ]
+    meta.pop("ownerReferences", None)
+    if refs:
+        meta["ownerReferences"] = refs
+    labels = dict(meta.get("labels") or {})
+    if labels.get("crossplane.io/composite") == xr_labels.get("crossplane.io/composite", xr_name):
+        labels.pop("crossplane.io/composite")
+    for key in ("crossplane.io/claim-name", "crossplane.io/claim-namespace"):
+        if key in xr_labels and labels.get(key) == xr_labels[key]:
+            labels.pop(key)
+    meta.pop("labels", None)
+    if labels:
+        meta["labels"] = labels
+    if meta.get("generateName") == f"{xr_name}-":
+        meta.pop("generateName")
+    return obj
+
+
+def _normalise_xr(obj: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {"name": (obj.get("metadata") or {}).get("name")},
+    }
+    status = copy.deepcopy(obj.get("status") or {})
+    conds = [
+        {k: v for k, v in c.items() if k != "lastTransitionTime"}
+        for c in status.get("conditions") or []
+        if c.get("type") != "Ready"
+    ]
+    status.pop("conditions", None)
+    if conds:
+        status["conditions"] = conds
+    if status:
+        out["status"] = status
+    return out
+
+
+def _by_resource_name(docs: list[dict[str, Any]], xr: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for d in docs:
+        key = ((d.get("metadata") or {}).get("annotations") or {}).get(
+            "crossplane.io/composition-resource-name"
+        )
+        assert key, f"{_gvk(d)} {d.get('metadata', {}).get('name')} has no resource name"
+        assert key not in out, f"composition-resource-name {key!r} appears twice"
+        out[key] = _normalise_composed(d, xr)
+    return out
+
+
+def _diff(a: Any, b: Any, path: str = "") -> list[str]:
+    """Readable differences between two YAML values (a = crossplane, b = sack8s)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for k in sorted(set(a) | set(b), key=str):
+            p = f"{path}.{k}" if path else str(k)
+            if k not in b:
+                out.append(f"{p}: only in crossplane render: {a[k]!r}")
+            elif k not in a:
+                out.append(f"{p}: only in sack8s render: {b[k]!r}")
+            else:
+                out += _diff(a[k], b[k], p)
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _diff(x, y, f"{path}[{i}]")]
+    return [] if a == b else [f"{path}: crossplane {a!r} != sack8s {b!r}"]
+
+
+def test_normaliser_drops_only_what_render_adds() -> None:
+    xr = {"apiVersion": "g/v1", "kind": "X", "metadata": {"name": "a"}}
+    cp = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "generateName": "a-",
+            "labels": {"crossplane.io/composite": "a", "team": "t"},
+            "ownerReferences": [
+                {"apiVersion": "g/v1", "kind": "X", "name": "a", "uid": "", "controller": True,
+                 "blockOwnerDeletion": True},
+                {"apiVersion": "v1", "kind": "Other", "name": "o", "uid": "u"},
+            ],
+        },
+    }
+    assert _normalise_composed(cp, xr) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "labels": {"team": "t"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Other", "name": "o", "uid": "u"}],
+        },
+    }
+    # A composite label, generateName or owner that is not render's own stays (and so differs).
+    wrong = copy.deepcopy(cp)
+    wrong["metadata"]["labels"]["crossplane.io/composite"] = "b"
+    wrong["metadata"]["generateName"] = "b-"
+    wrong["metadata"]["ownerReferences"][0]["name"] = "b"
+    got = _normalise_composed(wrong, xr)["metadata"]
+    assert got["labels"]["crossplane.io/composite"] == "b"
+    assert got["generateName"] == "b-"
+    assert len(got["ownerReferences"]) == 2
+
+
+# --------------------------------------------------------------------------------------------
+# Render: crossplane render == sack8s render
+
+
+@pytest.mark.parametrize("case_id", [c.id for c in CASES])
+def test_render_matches_sack8s_render(
+    renders: dict[str, Renders], server: Server, case_id: str
+) -> None:
+    r = _case(renders, server, case_id)
+    input_xr = _load(r.xr_file)[0]
+    cp_docs, sk_docs = r.crossplane_docs, r.sack8s_docs
+    assert cp_docs and sk_docs
+    cp_xr, sk_xr = cp_docs[0], sk_docs[0]
+
+    # The XR: -x copies the input's spec; the status is the function's.
+    assert cp_xr.get("spec") == input_xr.get("spec")
+    assert _diff(_normalise_xr(cp_xr), _normalise_xr(sk_xr)) == []
+
+    cp_res = _by_resource_name(cp_docs[1:], input_xr)
+    sk_res = _by_resource_name(sk_docs[1:], input_xr)
+    assert sorted(cp_res) == sorted(sk_res), "different composition-resource names"
+    problems = [f"{k}: {d}" for k in sorted(cp_res) for d in _diff(cp_res[k], sk_res[k])]
+    assert problems == []
+    # Both print composed resources sorted by composition-resource name.
+    assert list(sk_res) == sorted(sk_res)
+
+    # The same Warning/Normal results, in order: sack8s prints "<Severity> <reason>: <message>".
+    sk_lines = [ln for ln in r.sack8s.stderr.splitlines() if re.match(r"^(Warning|Normal) ", ln)]
+    assert len(sk_lines) == len(r.crossplane_results), r.sack8s.stderr
+    for res, line in zip(r.crossplane_results, sk_lines):
+        severity = res["severity"].removeprefix("SEVERITY_").title()
+        assert line.startswith(f"{severity} ") and line.endswith(f": {res['message']}"), (res, line)
+
+
+def test_render_claim_propagates_claim_labels(renders: dict[str, Renders], server: Server) -> None:
+    """Render adds the claim labels from the XR: the normaliser has something to drop."""
+    r = _case(renders, server, "claim")
+    for d in r.crossplane_docs[1:]:
+        labels = d["metadata"].get("labels") or {}
+        assert labels.get("crossplane.io/claim-namespace") == "team-a", d["metadata"]
+
+
+@pytest.mark.parametrize("case_id", ["helm-observed", "kustomize-observed"])
+def test_observed_second_reconcile_adds_flux(
+    renders: dict[str, Renders], server: Server, case_id: str
+) -> None:
+    r = _case(renders, server, case_id)
+    first = renders[case_id.removesuffix("-observed")]
+    kinds = {d["kind"] for d in r.crossplane_docs[1:]}
+    assert "OCIRepository" in kinds
+    assert len(r.crossplane_docs) > len(first.crossplane_docs)
+
+
+# --------------------------------------------------------------------------------------------
+# Validate: crossplane beta validate + kubernetes_validate for core kinds
+
+
+@dataclass
+class Validation:
+    rc: int
+    output: str
+    summary: dict[str, int] = field(default_factory=dict)
+    expected: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def explain(self) -> str:
+        return "\n".join(self.problems) + "\n--- crossplane beta validate:\n" + self.output
+
+
+def _extension_gvks(extensions: list[Path]) -> set[tuple[str, str]]:
+    """The (apiVersion, kind)s the extension CRDs and XRDs define (XRDs: also the claim kind)."""
+    out: set[tuple[str, str]] = set()
+    for f in extensions:
+        for d in _load(f):
+            spec = d.get("spec") or {}
+            kinds = [spec.get("names", {}).get("kind")]
+            if d.get("kind") == "CompositeResourceDefinition" and spec.get("claimNames"):
+                kinds.append(spec["claimNames"]["kind"])
+            for v in spec.get("versions") or []:
+                for k in kinds:
+                    out.add((f"{spec['group']}/{v['name']}", k))
+    return out
+
+
+def _expanded(resources: list[Path]) -> list[dict[str, Any]]:
+    """What validate checks: every document, plus each Composition pipeline step's input."""
+    out: list[dict[str, Any]] = []
+    for f in resources:
+        for d in _load(f):
+            out.append(d)
+            if _gvk(d) == ("apiextensions.crossplane.io/v1", "Composition"):
+                out += [s["input"] for s in d["spec"].get("pipeline") or [] if s.get("input")]
+    return out
+
+
+SUMMARY = re.compile(
+    r"^Total (\d+) resources: (\d+) missing schemas, (\d+) success cases, (\d+) failure cases$"
+)
+MISSING = re.compile(r"^\[!\] could not find CRD/XRD for: (\S*), Kind=(\S*)$")
+
+
+def validate(
+    crossplane_bin: Path, extensions: list[Path], resources: list[Path], cache: Path
+) -> Validation:
+    """Run `crossplane beta validate` offline and kubernetes_validate on the core kinds.
+
+    Failure (problems) on: a non-zero exit, any `[x]` line, a missing schema for a kind not in
+    ALLOWED_MISSING, no summary line, summary counts other than expected (total = documents +
+    composition inputs; missing = those whose kind no extension defines; success = the rest;
+    failures = 0), or a kubernetes_validate error on a core kind.
+    """
+    import kubernetes_validate
+
+    (cache / "local" / "none@v0").mkdir(parents=True, exist_ok=True)
+    proc = _run(
+        [
+            str(crossplane_bin), "beta", "validate",
+            "--cache-dir", str(cache), "--crossplane-image", "local/none:v0",
+            ",".join(map(str, extensions)), ",".join(map(str, resources)),
+        ]
+    )
+    v = Validation(proc.returncode, proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        v.problems.append(f"crossplane beta validate exited {proc.returncode}")
+    empty = 0
+    for line in proc.stdout.splitlines():
+        if line.startswith("[x]"):
+            v.problems.append(line)
+        elif m := MISSING.match(line):
+            api = m.group(1).removeprefix("/")
+            if (api, m.group(2)) == ("", ""):
+                # validate counts a comment-only YAML document (a header comment followed by
+                # `---`) as an object with no apiVersion/kind; YAML loaders skip it.
+                empty += 1
+                v.problems.append(f"a YAML document with no apiVersion/kind (comments only?): {line}")
+            elif (api, m.group(2)) not in ALLOWED_MISSING:
+                v.problems.append(f"unexpected missing schema: {line}")
+        elif m := SUMMARY.match(line):
+            v.summary = dict(zip(("total", "missing", "success", "failure"), map(int, m.groups())))
+
+    docs = _expanded(resources)
+    known = _extension_gvks(extensions)
+    missing = sum(1 for d in docs if _gvk(d) not in known) + empty
+    v.expected = {
+        "total": len(docs) + empty, "missing": missing, "success": len(docs) - missing, "failure": 0
+    }
+    if not v.summary:
+        v.problems.append("no summary line in the output")
+    elif v.summary != v.expected:
+        v.problems.append(f"summary {v.summary} != expected {v.expected}")
+
+    version = _k8s_version()
+    for d in docs:
+        if _gvk(d) in CORE_MISSING or (_gvk(d) not in known and _is_builtin(d)):
+            what = f"{_gvk(d)} {(d.get('metadata') or {}).get('name')}"
+            try:
+                kubernetes_validate.validate(d, version, strict=True)
+            except kubernetes_validate.ValidationError as e:
+                v.problems.append(f"kubernetes_validate {version}: {what}: {e.message} at {list(e.path)}")
+            except kubernetes_validate.SchemaNotFoundError as e:
+                v.problems.append(f"kubernetes_validate {version}: {what}: no schema ({e})")
+    return v
+
+
+def _is_builtin(doc: dict[str, Any]) -> bool:
+    """A Kubernetes built-in group: core (no group), apps, batch, ... or *.k8s.io."""
+    group = str(doc.get("apiVersion", "")).rpartition("/")[0]
+    return "." not in group or group.endswith(".k8s.io")
+
+
+@dataclass
+class Extensions:
+    cluster: list[Path]  # CRDs + v2 XRD + input CRD
+    claims: list[Path]  # CRDs + LegacyCluster XRD (with the claim CRD) + input CRD
+
+
+@pytest.fixture(scope="session")
+def extensions(crds_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Extensions:
+    tmp = tmp_path_factory.mktemp("extensions")
+    crds = sorted(crds_dir.glob("*.yaml"))
+    assert crds, f"no CRDs in {crds_dir}"
+
+    def generated(variant: str) -> Path:
+        proc = _run([_sack8s_bin(), "xrd", "--variant", variant])
+        assert proc.returncode == 0, proc.stderr
+        return _dump(yaml.safe_load_all(proc.stdout), tmp / f"{variant}.yaml")
+
+    gen_input = generated("input")
+    return Extensions(
+        cluster=[*crds, generated("cluster"), gen_input],
+        claims=[*crds, generated("claims"), gen_input],
+    )
+
+
+def _shipped() -> list[Path]:
+    """Every YAML file under examples/ (the offline component excepted) and package/."""
+    files = [
+        p
+        for root in (EXAMPLES, REPO / "package")
+        for p in sorted(root.rglob("*.y*ml"))
+        if "component" not in p.relative_to(EXAMPLES if root == EXAMPLES else root).parts
+    ]
+    return [p for p in files if p.suffix in (".yaml", ".yml")]
+
+
+def _claims_side(path: Path) -> bool:
+    """Claims (namespaced SACK8sComponentVersion) clash with the v2 XR kind: validate apart."""
+    return any(
+        d.get("kind") == "SACK8sComponentVersion" and (d.get("metadata") or {}).get("namespace")
+        for d in _load(path)
+    )
+
+
+def test_shipped_xrds_match_generated(extensions: Extensions) -> None:
+    """Shipped XRD/CRD copies (examples/, package/) are what `sack8s xrd` generates today."""
+    generated = {
+        (d["kind"], d["metadata"]["name"]): d
+        for f in (extensions.cluster[-2], extensions.claims[-2], extensions.cluster[-1])
+        for d in _load(f)
+    }
+    seen = 0
+    for f in _shipped():
+        for d in _load(f):
+            if d.get("kind") in ("CompositeResourceDefinition", "CustomResourceDefinition"):
+                key = (d["kind"], d["metadata"]["name"])
+                assert key in generated, f"{f}: {key} is not generated by sack8s xrd"
+                assert _diff(d, generated[key]) == [], f"{f} differs from `sack8s xrd`"
+                seen += 1
+    assert seen >= 1
+
+
+@pytest.mark.parametrize("path", _shipped(), ids=lambda p: str(p.relative_to(REPO)))
+def test_validate_shipped(
+    crossplane_bin: Path, extensions: Extensions, tmp_path: Path, path: Path
+) -> None:
+    ext = extensions.claims if _claims_side(path) else extensions.cluster
+    v = validate(crossplane_bin, ext, [path], tmp_path / "cache")
+    assert v.ok, v.explain()
+
+
+@pytest.mark.parametrize("case_id", [c.id for c in CASES])
+def test_validate_rendered(
+    crossplane_bin: Path,
+    extensions: Extensions,
+    renders: dict[str, Renders],
+    server: Server,
+    tmp_path: Path,
+    case_id: str,
+) -> None:
+    """The `-x` output (the full XR and every composed resource) and the XR render got."""
+    r = _case(renders, server, case_id)
+    ext = extensions.claims if r.case.is_claim else extensions.cluster
+    v = validate(crossplane_bin, ext, [r.xr_file, r.crossplane_file], tmp_path / "cache")
+    assert v.ok, v.explain()
+    assert v.summary["success"] >= 5  # the XR, ExternalSecrets, OCM objects, Usages, ...
+    assert v.summary["missing"] >= 4  # Namespaces, ServiceAccount, Role, RoleBinding
+
+
+# --------------------------------------------------------------------------------------------
+# The validation can fail
+
+
+def _first(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    return copy.deepcopy(next(d for d in docs if d.get("kind") == kind))
+
+
+def _broken_cases(r: Renders) -> dict[str, dict[str, Any]]:
+    docs = r.crossplane_docs
+    xr = copy.deepcopy(docs[0])
+    out: dict[str, dict[str, Any]] = {}
+
+    es = _first(docs, "ExternalSecret")
+    es["apiVersion"] = "external-secrets.io/v1beta9"
+    out["apiVersion:ExternalSecret"] = es
+    ns = _first(docs, "Namespace")
+    ns["apiVersion"] = "v2"
+    out["apiVersion:Namespace"] = ns
+    bad_xr = copy.deepcopy(xr)
+    bad_xr["apiVersion"] = "platform.example.org/v1alpha2"
+    out["apiVersion:XR"] = bad_xr
+
+    es = _first(docs, "ExternalSecret")
+    es["spec"]["refreshIntervall"] = es["spec"].pop("refreshInterval")
+    out["field:ExternalSecret"] = es
+    rb = _first(docs, "RoleBinding")
+    rb["subject"] = rb.pop("subjects")
+    out["field:RoleBinding"] = rb
+    sa = _first(docs, "ServiceAccount")
+    sa["metadata"]["namspace"] = sa["metadata"].pop("namespace")
+    out["field:ServiceAccount"] = sa
+    bad_xr = copy.deepcopy(xr)
+    bad_xr["spec"]["componnet"] = bad_xr["spec"].pop("component")
+    out["field:XR"] = bad_xr
+    comp = _load(COMPOSITION)[0]
+    comp["spec"]["pipeline"][0]["input"]["flx"] = comp["spec"]["pipeline"][0]["input"].pop("flux")
+    out["field:composition-input"] = comp
+    comp = _load(COMPOSITION)[0]
+    comp["spec"]["pipeline"][0]["input"]["apiVersion"] = "sack8s.fn.crossplane.io/v1beta9"
+    out["apiVersion:composition-input"] = comp
+    return out
+
+
+BROKEN = [
+    "apiVersion:ExternalSecret",
+    "apiVersion:Namespace",
+    "apiVersion:XR",
+    "apiVersion:composition-input",
+    "field:ExternalSecret",
+    "field:RoleBinding",
+    "field:ServiceAccount",
+    "field:XR",
+    "field:composition-input",
+]
+
+
+@pytest.mark.parametrize("broken", BROKEN)
+def test_validate_rejects_broken_copy(
+    crossplane_bin: Path,
+    extensions: Extensions,
+    renders: dict[str, Renders],
+    server: Server,
+    tmp_path: Path,
+    broken: str,
+) -> None:
+    r = _case(renders, server, "helm")
+    good = r.crossplane_docs
+    bad = _broken_cases(r)[broken]
+    # The broken object next to the good ones, as in a real render: the helper must fail.
+    path = _dump([*good, bad], tmp_path / "broken.yaml")
+    v = validate(crossplane_bin, extensions.cluster, [path], tmp_path / "cache")
+    assert not v.ok, f"{broken} was accepted:\n{v.output}"
+    wrong = {"apiVersion:ExternalSecret": "external-secrets.io/v1beta9",
+             "apiVersion:XR": "v1alpha2", "apiVersion:composition-input": "v1beta9",
+             "apiVersion:Namespace": "no schema", "field:ExternalSecret": "refreshIntervall",
+             "field:RoleBinding": "subject", "field:ServiceAccount": "namspace",
+             "field:XR": "componnet", "field:composition-input": "flx"}[broken]
+    assert any(wrong in p for p in v.problems), v.explain()
+    # ... and the good ones alone pass (the failure is the broken object's).
+    v = validate(crossplane_bin, extensions.cluster, [r.crossplane_file], tmp_path / "cache")
+    assert v.ok, v.explain()
+
+
+# --------------------------------------------------------------------------------------------
+# Fatal
+
+
+def test_render_fatal_forbidden_namespace(
+    crossplane_bin: Path, server: Server, tmp_path: Path
+) -> None:
+    xr = _load(EXAMPLES / "xr.yaml")[0]
+    xr["metadata"]["name"] = "podinfo-fatal"
+    xr["spec"]["namespaces"] = [{"name": "kube-system", "mode": "create"}]
+    path = _dump([xr], tmp_path / "xr-fatal.yaml")
+
+    sk = sack8s_render(path, COMPOSITION)
+    assert sk.returncode == 1, sk.stdout + sk.stderr
+    assert sk.stdout == ""
+    m = re.search(r"^sack8s render: (.+)$", sk.stderr, re.M)
+    assert m, sk.stderr
+    message = m.group(1)
+    assert "kube-system" in message and "forbidden" in message
+
+    cp = crossplane_render(crossplane_bin, server, path, COMPOSITION)
+    assert cp.returncode != 0, cp.stdout
+    assert f'pipeline step "compose" returned a fatal result: {message}' in cp.stderr, cp.stderr
+    assert "kind: Namespace" not in cp.stdout
