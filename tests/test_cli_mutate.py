@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from function.cli import main
+from conftest import need
 
 DATA = Path(__file__).parent / "data" / "configdata"
 BACKEND = DATA / "backend"
@@ -18,6 +19,8 @@ FRONTEND = DATA / "frontend"
 RELOCATED = ("registry.acme.internal:5000/mirror/stefanprodan/podinfo@sha256:"
              "4d6b3d1f0e2b3f4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3")
 SACK8S = Path(sys.executable).with_name("sack8s")
+if not SACK8S.exists():  # pragma: no cover - pytest run from another interpreter
+    SACK8S = Path(shutil.which("sack8s") or SACK8S)
 
 
 def run(*args: str, stdin: str | None = None):
@@ -264,7 +267,7 @@ def test_local_blob_without_registry_is_a_clear_error(fixtures_dir):
 
 
 def test_real_subprocess(tmp_path):
-    assert SACK8S.exists(), SACK8S
+    need(SACK8S.exists(), f"sack8s console script not found next to {sys.executable}")
     ok = subprocess.run(
         [str(SACK8S), "mutate", "-v", "--config-data", "config.yaml", "--component", "component-descriptor.yaml",
          "--values", "values.yaml", "manifests/deploy.yaml"],
@@ -288,3 +291,54 @@ def test_real_subprocess(tmp_path):
         input=(BACKEND / "manifests/configmap.yaml").read_text(), capture_output=True, text=True, timeout=60,
     )
     assert piped.returncode == 0 and "PODINFO_UI_MESSAGE: 'This is a test message Pipeline Backend'" in piped.stdout
+
+
+def test_invalid_yaml_file_and_values(tmp_path):
+    (tmp_path / "bad.yaml").write_text("a: [\n")
+    r = run("configure", "--config-data", str(BACKEND / "config.yaml"), "--root", str(tmp_path),
+            "--values", str(BACKEND / "values.yaml"), "bad.yaml")
+    assert_one_line_error(r, "bad.yaml: is not valid YAML at line 2")
+    r = run("configure", "--config-data", str(BACKEND / "config.yaml"), "--root", str(BACKEND),
+            "--values", str(tmp_path / "bad.yaml"), "manifests/deploy.yaml")
+    assert_one_line_error(r, "bad.yaml: is not valid YAML")
+    (tmp_path / "list.yaml").write_text("- a\n")
+    r = run("configure", "--config-data", str(BACKEND / "config.yaml"), "--root", str(BACKEND),
+            "--values", str(tmp_path / "list.yaml"), "manifests/deploy.yaml")
+    assert_one_line_error(r, "must be a map of keys to values, got list")
+
+
+def test_unreachable_registry_is_one_line(tmp_path):
+    r = backend("localize", "--component", "oci://127.0.0.1:1/base//acme.org/x:1.0", "--plain-http",
+                "manifests/deploy.yaml")
+    assert_one_line_error(r, "component acme.org/x:1.0", "127.0.0.1:1")
+
+
+def test_bad_registry_option():
+    r = backend("localize", "--component", str(BACKEND / "component-descriptor.yaml"), "--registry", "ctf::./x",
+                "manifests/deploy.yaml")
+    assert_one_line_error(r, "--registry ctf::./x: must be an OCI registry address")
+
+
+def test_absolute_file_inside_root_and_as_override(tmp_path):
+    r = backend("configure", "--values", str(BACKEND / "values.yaml"), str(BACKEND / "manifests/configmap.yaml"))
+    assert r.exit_code == 0 and "This is a test message Pipeline Backend" in r.stdout
+    copy = tmp_path / "cm-copy.yaml"
+    copy.write_text((BACKEND / "manifests/configmap.yaml").read_text())
+    r = run("configure", "--config-data", str(BACKEND / "config.yaml"), "--root", str(tmp_path),
+            "--values", str(BACKEND / "values.yaml"), "--as", "manifests/configmap.yaml", "cm-copy.yaml")
+    assert r.exit_code == 0 and "This is a test message Pipeline Backend" in r.stdout
+
+
+def test_component_directory_and_unnamed_ctf(tmp_path, fixtures_dir):
+    d = tmp_path / "comp"
+    d.mkdir()
+    shutil.copy(BACKEND / "component-descriptor.yaml", d / "component-descriptor.yaml")
+    r = backend("localize", "--component", str(d), "manifests/deploy.yaml")
+    assert r.exit_code == 0 and RELOCATED in r.stdout
+    r = backend("localize", "--component", f"{d}//ocm.software/podinfo-backend", "manifests/deploy.yaml")
+    assert r.exit_code == 0 and RELOCATED in r.stdout  # version left out: the only one is used
+    r = backend("localize", "--component", str(fixtures_dir / "ctf"), "manifests/deploy.yaml")
+    assert_one_line_error(r, "name the component: REPO//NAME:VERSION")
+    r = backend("localize", "--component", f"ctf::{fixtures_dir / 'ctf'}//acme.org/sack8s/podinfo",
+                "manifests/deploy.yaml")
+    assert_one_line_error(r, "name the version of acme.org/sack8s/podinfo (found: ")

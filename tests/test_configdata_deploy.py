@@ -258,3 +258,10 @@ def test_empty_chart_values_file():
     cd = HDR + "configuration:\n  rules:\n  - {value: 2, file: values.yaml, path: replicaCount}\n"
     m = mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b""}, {})
     assert m.helm_values == {"replicaCount": 2}
+
+
+def test_unreadable_target_file_names_the_rule():
+    cd = HDR + "configuration:\n  rules:\n  - {value: 2, file: values.yaml, path: replicaCount}\n"
+    with pytest.raises(Exception) as e:
+        mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"a: [\n"}, {})
+    assert str(e.value).startswith("ConfigData configuration.rules[0].path (file values.yaml): is not valid YAML")

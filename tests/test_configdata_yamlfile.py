@@ -145,3 +145,60 @@ def test_empty_file_is_an_empty_map():
     r = apply_to_file("# just a comment\n", "values.yaml", [sub("image.tag", "1", file="values.yaml")])
     assert r.text.endswith("image:\n  tag: '1'\n")
     assert r.changes[0].created == 2
+
+
+def test_created_keys_are_logged_at_debug(caplog):
+    import logging
+
+    with caplog.at_level(logging.DEBUG, logger="function.configdata.substitution"):
+        apply_to_file("a: {}\n", "f.yaml", [sub("a.b", 1)])
+    assert "created missing key(s): configuration.rules[0]: f.yaml document 0 a.b: None -> 1 [created]" in caplog.text
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from ruamel.yaml import YAML  # noqa: E402
+
+from function.configdata.paths import get  # noqa: E402
+
+_keys = st.from_regex(r"[a-z][a-z0-9_.-]{0,6}", fullmatch=True)
+_scalars = st.one_of(st.integers(-5, 5), st.booleans(), st.text(max_size=8), st.none())
+_docs = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(st.lists(inner, min_size=1, max_size=3), st.dictionaries(_keys, inner, min_size=1,
+                                                                                      max_size=3)),
+    max_leaves=12,
+).filter(lambda d: isinstance(d, dict))
+
+
+def _leaf_paths(node, prefix=()):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _leaf_paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _leaf_paths(v, prefix + (i,))
+    elif prefix:
+        yield prefix
+
+
+@settings(max_examples=150, deadline=None)
+@given(_docs, st.data(), st.one_of(_scalars, st.text(max_size=20)))
+def test_substitution_changes_exactly_one_value(doc, data, value):
+    import io
+
+    from function.configdata.paths import Path as P
+
+    buf = io.StringIO()
+    YAML(typ="safe", pure=True).dump(doc, buf)
+    text = buf.getvalue()
+    leaves = list(_leaf_paths(doc))
+    if not leaves:
+        return
+    steps = data.draw(st.sampled_from(leaves))
+    r = apply_to_file(text, "f.yaml", [Substitution("r", "path", "f.yaml", P(steps), value)])
+    after = YAML(typ="safe", pure=True).load(r.text)
+    assert get(after, P(steps)) == value
+    for other in leaves:
+        if other != steps:
+            assert get(after, P(other)) == get(doc, P(other))

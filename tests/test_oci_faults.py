@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """Every registry failure is ONE error naming component, version, registry and what failed,
 never a credential or a response body. Faults come from a loopback proxy in front of the
 real registry (tests/support/faultproxy.py) and from tampered copies of the storage."""
@@ -10,12 +11,6 @@ import logging
 from pathlib import Path
 
 import pytest
-
-from function.errors import ComponentError, SourceUnavailable
-from function.ocm.cache import Cache
-from function.ocm.model import Repository
-from function.ocm.oci import AllowedHost, BasicCredential, CredentialSet, OciSource, RegistryAccess
-from function.ocm.oci.client import RegistryClient, RegistryError
 from support.faultproxy import MARKER
 from support.oci_env import (  # noqa: F401
     COMPONENT,
@@ -29,6 +24,12 @@ from support.oci_env import (  # noqa: F401
 )
 from support.registry import free_port
 
+from function.errors import ComponentError, SourceUnavailable
+from function.ocm.cache import Cache
+from function.ocm.model import Repository
+from function.ocm.oci import AllowedHost, BasicCredential, CredentialSet, OciSource, RegistryAccess
+from function.ocm.oci.client import RegistryClient, RegistryError
+
 pytestmark = pytest.mark.registry
 
 DESCRIPTOR_LAYER = "sha256:6e4882aea244716c0b8db6c7aac33be318a37300bca8eaadba7dae08e4c80f07"
@@ -40,7 +41,10 @@ YAML_BLOB = "sha256:29f6125ecdc4a1ed3635c8a12497221b3d5fc27e8b4d6a73231db6765d39
 
 def source(host: str, *extra_hosts: str, timeout: float = 2.0, **kw) -> OciSource:
     access = RegistryAccess.build(
-        [AllowedHost(host, plain_http=True), *(AllowedHost(h, plain_http=True) for h in extra_hosts)],
+        [
+            AllowedHost(host, plain_http=True),
+            *(AllowedHost(h, plain_http=True) for h in extra_hosts),
+        ],
         credentials=CredentialSet(default=BasicCredential(USER, PASSWORD)),
         timeout=timeout,
         **kw,
@@ -108,7 +112,9 @@ async def test_stall_past_the_client_timeout(proxy):
 # -- permanent: ComponentError -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("status, expect", [("401", "unauthorized (HTTP 401)"), ("403", "access denied (HTTP 403)")])
+@pytest.mark.parametrize(
+    "status, expect", [("401", "unauthorized (HTTP 401)"), ("403", "access denied (HTTP 403)")]
+)
 async def test_auth_failures(proxy, status, expect):
     proxy.fault(status)
     async with source(proxy.host) as src:
@@ -135,7 +141,9 @@ async def test_corrupted_tag_manifest_does_not_match_advertised_digest(proxy):
     async with source(proxy.host) as src:
         with pytest.raises(ComponentError) as err:
             await src.get(COMPONENT, "6.2.0")
-    assert "digest mismatch: registry says " + INDEX in assert_one_clean_error(err.value, proxy.host)
+    assert "digest mismatch: registry says " + INDEX in assert_one_clean_error(
+        err.value, proxy.host
+    )
 
 
 async def test_redirect_to_a_disallowed_host_is_refused_before_connecting(proxy):
@@ -160,7 +168,9 @@ async def test_redirect_to_an_allowed_host_is_followed_without_credentials(proxy
         assert data.startswith(b"apiVersion")
         async with source(proxy.host) as src:  # the storage host is not allowed here
             cv = await src.get(COMPONENT, "6.2.0")
-            with pytest.raises(ComponentError, match=f"refused redirect to host {fixture_registry.host}"):
+            with pytest.raises(
+                ComponentError, match=f"refused redirect to host {fixture_registry.host}"
+            ):
                 await src.blob(cv, YAML_BLOB, "application/yaml")
     finally:
         proxy.redirect_to = FaultProxyDefaults.redirect_to
@@ -171,7 +181,9 @@ class FaultProxyDefaults:
 
 
 def test_https_to_http_downgrade_is_refused():
-    access = RegistryAccess.build([AllowedHost("reg.example", plain_http=True), AllowedHost("store.example")])
+    access = RegistryAccess.build(
+        [AllowedHost("reg.example", plain_http=True), AllowedHost("store.example")]
+    )
     client = RegistryClient(access)
     with pytest.raises(RegistryError, match="from https to plain http"):
         client.check_url("http://reg.example/x", previous="https://store.example/y")
@@ -258,8 +270,9 @@ async def test_index_without_descriptor_child(tampered_registry):
     async with source(reg.host) as src:
         with pytest.raises(ComponentError) as err:
             await src.get(COMPONENT, "6.2.0")
-    assert "no child with artifactType application/vnd.ocm.software.component-descriptor.v2" in assert_one_clean_error(
-        err.value, reg.host
+    assert (
+        "no child with artifactType application/vnd.ocm.software.component-descriptor.v2"
+        in assert_one_clean_error(err.value, reg.host)
     )
 
 
@@ -296,4 +309,6 @@ async def test_tag_on_a_foreign_manifest(tampered_registry):
     async with source(reg.host) as src:
         with pytest.raises(ComponentError) as err:
             await src.get(COMPONENT, "6.2.0")
-    assert "is not an OCM component descriptor manifest" in assert_one_clean_error(err.value, reg.host)
+    assert "is not an OCM component descriptor manifest" in assert_one_clean_error(
+        err.value, reg.host
+    )

@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """OciSource against Debian's docker-registry serving what OCM CLI v0.9.1 wrote (FACTS.md)."""
 
 from __future__ import annotations
@@ -8,14 +9,14 @@ import hashlib
 import json
 
 import pytest
+from conftest import FIXTURES
+from support.oci_env import COMPONENT, basic_auth_registry, fault_proxy, fixture_registry, proxy  # noqa: F401
 
 from function.errors import ComponentError
 from function.ocm.cache import Cache
 from function.ocm.descriptor import parse_descriptor
 from function.ocm.model import Repository
 from function.ocm.oci import AllowedHost, OciSource, RegistryAccess, open_registry
-from support.oci_env import COMPONENT, basic_auth_registry, fault_proxy, fixture_registry, proxy  # noqa: F401
-from conftest import FIXTURES
 
 pytestmark = pytest.mark.registry
 
@@ -40,7 +41,9 @@ async def test_every_transfer_mode_resolves_to_the_stored_descriptor(fixture_reg
     async with source_for(fixture_registry.host, mode) as src:
         cv = await src.get(COMPONENT, "6.2.0")
     stored = (FIXTURES / "descriptors" / f"{mode}-6.2.0.json").read_bytes()
-    expected = parse_descriptor(stored, "application/vnd.ocm.software.component-descriptor.v2+json", "stored")
+    expected = parse_descriptor(
+        stored, "application/vnd.ocm.software.component-descriptor.v2+json", "stored"
+    )
     assert cv.descriptor == expected
     assert dict(cv.descriptor.raw) == json.loads(stored)
     assert cv.descriptor_digest == DESCRIPTOR_MANIFESTS[mode]
@@ -76,7 +79,10 @@ async def test_version_listing_decodes_tags(fixture_registry):
         assert sorted(await src.list_versions(COMPONENT)) == ["6.2.0", "6.3.0"]
         cv = await src.get(COMPONENT, "6.3.0")
         assert cv.version == "6.3.0"
-        assert cv.descriptor_digest == "sha256:30de57abc2e2993f9e5de0724ac6a1008ed8333e9e40e9c79b22030b25adfb1f"
+        assert (
+            cv.descriptor_digest
+            == "sha256:30de57abc2e2993f9e5de0724ac6a1008ed8333e9e40e9c79b22030b25adfb1f"
+        )
     async with source_for(fixture_registry.host, "copied-oci") as src:
         assert await src.list_versions(COMPONENT) == ["6.2.0"]
 
@@ -84,7 +90,9 @@ async def test_version_listing_decodes_tags(fixture_registry):
 async def test_location_factory_defaults_to_the_repository_host_only(fixture_registry):
     src = open_registry(Repository(fixture_registry.host, "source", plain_http=True), cache=Cache())
     async with src:
-        assert (await src.get(COMPONENT, "6.2.0")).descriptor_digest == DESCRIPTOR_MANIFESTS["source"]
+        assert (await src.get(COMPONENT, "6.2.0")).descriptor_digest == DESCRIPTOR_MANIFESTS[
+            "source"
+        ]
         assert src.access.allowed(fixture_registry.host).plain_http
 
 
@@ -186,3 +194,24 @@ async def test_concurrent_identical_fetches_are_coalesced(proxy):
     assert single == 4  # tag (index), descriptor manifest, config, descriptor layer: nothing twice
     assert cache.stats.coalesced >= 7
     assert len({r.path for r in proxy.requests}) == single
+
+
+@pytest.mark.parametrize(
+    "mode, deployable", [("source", "chart"), ("copied-default", "manifests-gz")]
+)
+async def test_location_to_loaded_component(fixture_registry, mode, deployable):
+    """The whole path the function takes: location text -> open_source -> load_component."""
+    from function.ocm.fetch import load_component
+    from function.ocm.location import open_source, parse_location
+
+    loc = parse_location(f"oci::http://{fixture_registry.host}/{mode}//{COMPONENT}")
+    src = open_source(loc)
+    assert isinstance(src, OciSource)
+    async with src:
+        loaded = await load_component(
+            src, COMPONENT, ">=6.2.0 <6.3.0", deployable=(deployable, {}), configdata=("", {})
+        )
+    assert loaded.component.version == "6.2.0"
+    assert loaded.component.descriptor_digest == DESCRIPTOR_MANIFESTS[mode]
+    files = {name for content in loaded.contents.values() for name in content}
+    assert ("Chart.yaml" in files) if deployable == "chart" else ("kustomization.yaml" in files)

@@ -10,7 +10,12 @@ import pytest
 
 from function.errors import InvalidPolicy
 from function.ocm.cache import Cache
-from function.ocm.oci import BasicCredential, CredentialSet, credentials_from_request_data, parse_www_authenticate
+from function.ocm.oci import (
+    BasicCredential,
+    CredentialSet,
+    credentials_from_request_data,
+    parse_www_authenticate,
+)
 from function.ocm.oci.config import AllowedHost, RegistryAccess, normalize_host
 from function.ocm.oci.manifest import (
     ACCEPT_MANIFESTS,
@@ -32,7 +37,11 @@ def test_parse_bearer_challenge():
         'Bearer realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull,push"'
     )
     assert c.scheme == "bearer"
-    assert c.params == {"realm": "https://auth.example/token", "service": "registry.example", "scope": "repository:a/b:pull,push"}
+    assert c.params == {
+        "realm": "https://auth.example/token",
+        "service": "registry.example",
+        "scope": "repository:a/b:pull,push",
+    }
 
 
 @pytest.mark.parametrize(
@@ -42,12 +51,21 @@ def test_parse_bearer_challenge():
         ("Basic", [("basic", {})]),
         ("", []),
         (None, []),
-        ('Basic realm="a", Bearer realm="b",service=c', [("basic", {"realm": "a"}), ("bearer", {"realm": "b", "service": "c"})]),
-        ("Bearer realm=https://x/token,service=svc", [("bearer", {"realm": "https://x/token", "service": "svc"})]),
+        (
+            'Basic realm="a", Bearer realm="b",service=c',
+            [("basic", {"realm": "a"}), ("bearer", {"realm": "b", "service": "c"})],
+        ),
+        (
+            "Bearer realm=https://x/token,service=svc",
+            [("bearer", {"realm": "https://x/token", "service": "svc"})],
+        ),
         ('Bearer REALM="r", Service="s"', [("bearer", {"realm": "r", "service": "s"})]),
         (r'Bearer realm="a\"b"', [("bearer", {"realm": 'a"b'})]),
         ("Negotiate abc==", [("negotiate", {})]),
-        ('Bearer realm="unterminated', [("bearer", {"realm": ""})]),  # garbage: an empty realm, unusable
+        (
+            'Bearer realm="unterminated',
+            [("bearer", {"realm": ""})],
+        ),  # garbage: an empty realm, unusable
     ],
 )
 def test_parse_www_authenticate_forms(header, expected):
@@ -82,8 +100,13 @@ def test_dockerconfigjson_auth_and_username_forms():
 def test_username_password_secret():
     default = credentials_from_request_data({"username": b"u", "password": b"p"})
     assert default.for_host("any.example") == BasicCredential("u", "p")
-    scoped = credentials_from_request_data({"username": b"u", "password": b"p", "registry": b"https://r.example"})
-    assert scoped.for_host("r.example") == BasicCredential("u", "p") and scoped.for_host("x.example") is None
+    scoped = credentials_from_request_data(
+        {"username": b"u", "password": b"p", "registry": b"https://r.example"}
+    )
+    assert (
+        scoped.for_host("r.example") == BasicCredential("u", "p")
+        and scoped.for_host("x.example") is None
+    )
 
 
 @pytest.mark.parametrize(
@@ -91,7 +114,10 @@ def test_username_password_secret():
     [
         ({".dockerconfigjson": b"{not json super-secret"}, "not valid JSON"),
         (_dcj({"r.example": {"auth": "!!!super-secret"}}), "auth is not base64"),
-        (_dcj({"r.example": {"auth": base64.b64encode(b"super-secret").decode()}}), "auth is not base64"),
+        (
+            _dcj({"r.example": {"auth": base64.b64encode(b"super-secret").decode()}}),
+            "auth is not base64",
+        ),
         ({"username": b"u"}, "both username and password"),
         ({"token": b"super-secret"}, "neither .dockerconfigjson nor username/password"),
     ],
@@ -108,7 +134,9 @@ def test_credential_repr_hides_password():
 
 
 def test_allowlist_normalisation():
-    access = RegistryAccess.build(["Reg.Example:5000", AllowedHost("https://b.example/path", plain_http=True)])
+    access = RegistryAccess.build(
+        ["Reg.Example:5000", AllowedHost("https://b.example/path", plain_http=True)]
+    )
     assert access.allowed("reg.example:5000") is not None
     assert access.allowed("b.example").plain_http
     assert access.allowed("reg.example") is None

@@ -6,6 +6,8 @@ resolved version. Usage: python examples/observed/make-observed.py (from the rep
 """
 
 import asyncio
+
+from crossplane.function import logging
 import copy
 from pathlib import Path
 
@@ -19,7 +21,7 @@ def settle(resources):
     for obj in resources:
         o = copy.deepcopy(obj)
         if o["kind"] not in ("Namespace", "ServiceAccount", "Role", "RoleBinding"):
-            o["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}
+            o["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "Ready", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}
             if o["kind"] == "Component":
                 o["status"]["component"] = {
                     "component": o["spec"]["component"],
@@ -31,6 +33,7 @@ def settle(resources):
 
 
 async def main() -> None:
+    logging.configure(logging.Level.DISABLED)
     policy = input_from_composition(load_docs(["examples/composition.yaml"])[0], "composition")
     for flavour, xr_file in EXAMPLES.items():
         xr = load_docs([xr_file])[0]
@@ -41,7 +44,7 @@ async def main() -> None:
         path.write_text(
             "# Observed composed resources after the first reconciles of " + xr_file + ": all created\n"
             "# and Ready, the OCM Component Ready at the resolved version. Made by make-observed.py.\n"
-            + dump_yaml(settle(second.resources))
+            + dump_yaml(settle(second.resources)).removeprefix("---\n")
         )
 
 

@@ -236,14 +236,16 @@ def _run(
     sys.stdout.flush()
 
 
-_common = [
+_config = [
     click.option("--config-data", "config_data", required=True, metavar="CD.yaml", help="The ConfigData file."),
+]
+_common = [
     click.option("--root", default=".", show_default=True, metavar="DIR",
                  help="Directory the rules' file paths are relative to."),
     click.option("--as", "as_path", metavar="PATH", help="The file name the rules address (required with FILE '-')."),
     click.option("-v", "--verbose", count=True, help="Log every substitution and every rule that does not apply."),
-    click.argument("file", metavar="FILE"),
 ]
+_file = [click.argument("file", metavar="FILE")]
 _component = [
     click.option("--component", "component", required=True, metavar="SOURCE",
                  help="Component version: descriptor file, directory, CTF, or [TYPE::]REPO//NAME:VERSION."),
@@ -268,21 +270,21 @@ def _with(options: list[Any]) -> Any:
 
 
 @click.command(cls=_Command)
-@_with(_component + _common)
+@_with(_config + _component + _common + _file)
 def localize(**kw: Any) -> None:
     """Print FILE with every localization rule for it applied."""
     _run(**kw)
 
 
 @click.command(cls=_Command)
-@_with(_values + _common)
+@_with(_config + _values + _common + _file)
 def configure(**kw: Any) -> None:
     """Print FILE with every configuration rule for it applied."""
     _run(**kw)
 
 
 @click.command(cls=_Command)
-@_with(_component + _values + _common)
+@_with(_config + _component + _values + _common + _file)
 def mutate(**kw: Any) -> None:
     """Print FILE with localization, then configuration, applied (upstream order)."""
     _run(**kw)

@@ -22,9 +22,9 @@ from function.configdata.paths import format_path
 from function.configdata.plain import plain
 from function.configdata.substitution import Change
 from function.configdata.yamlfile import YamlFile, apply, load_file
-from function.errors import InvalidConfigData, SackError
+from function.errors import SackError
 from function.ocm.model import ComponentVersion, Resource
-from function.yamlio import load_one
+from function.yamlio import YamlError, load_one
 
 Flavour = Literal["helm", "kustomize"]
 
@@ -118,7 +118,10 @@ def _mutation_for(
             continue
         f = loaded.get(sub.file)
         if f is None:
-            f = loaded[sub.file] = load_file(files[sub.file], sub.file)
+            try:
+                f = loaded[sub.file] = load_file(files[sub.file], sub.file)
+            except YamlError as e:
+                raise YamlError(sub.where, e.message) from None
         if flavour == "helm":
             role = roles.setdefault(sub.file, helm.file_role(sub.file, f.docs))
             helm.check_substitution(sub, role)
@@ -157,4 +160,4 @@ def _mutation_for(
     )
 
 
-__all__ = ["Flavour", "FluxMutation", "Locate", "Trace", "mutation_for", "InvalidConfigData"]
+__all__ = ["Flavour", "FluxMutation", "Locate", "Trace", "mutation_for"]

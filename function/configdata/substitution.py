@@ -15,11 +15,14 @@ it resolves there at all.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from function.configdata.paths import Path, PathMiss, Reach, reach, set_value
 from function.errors import InvalidConfigData
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,10 @@ def apply_to_documents(docs: list[Any], sub: Substitution, *, make_map: Any = di
     except PathMiss as miss:  # pragma: no cover - resolve_document already checked
         raise InvalidConfigData(sub.where, f"path {sub.path}: {miss}") from None
     kind, name = _krm(docs[index])
-    return Change(sub, index, old, created, kind, name)
+    change = Change(sub, index, old, created, kind, name)
+    if created:
+        log.debug("created missing key(s): %s", describe(change))
+    return change
 
 
 def describe(change: Change) -> str:

@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import asdict, dataclass
-from typing import Any, Awaitable, Callable, Hashable, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -109,7 +110,9 @@ class Cache:
 
     # -- internals ------------------------------------------------------------------------
 
-    async def _fetch(self, flight_key: Hashable, fetch: Callable[[], Awaitable[T]], store: Callable[[T], None]) -> T:
+    async def _fetch(
+        self, flight_key: Hashable, fetch: Callable[[], Awaitable[T]], store: Callable[[T], None]
+    ) -> T:
         pending = self._inflight.get(flight_key)
         if pending is not None:
             self.stats.coalesced += 1

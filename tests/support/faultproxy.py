@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import secrets
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
 MARKER = "SACK8S-FAULT-BODY-MARKER-7f3a"
@@ -70,7 +71,7 @@ class FaultProxy:
         self._fault, self._when = None, None
         self.requests.clear()
 
-    def start(self) -> "FaultProxy":
+    def start(self) -> FaultProxy:
         ready = threading.Event()
         self._loop = asyncio.new_event_loop()
 
@@ -102,10 +103,8 @@ class FaultProxy:
             await self._server.wait_closed()
 
         fut = asyncio.run_coroutine_threadsafe(shutdown(), self._loop)
-        try:
+        with contextlib.suppress(TimeoutError, RuntimeError, OSError):
             fut.result(10)
-        except Exception:
-            pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         self._loop.close()
@@ -115,7 +114,12 @@ class FaultProxy:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             await self._serve_one(reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.CancelledError):
+        except (
+            ConnectionError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            asyncio.CancelledError,
+        ):
             pass
         finally:
             if not writer.is_closing():
@@ -131,7 +135,10 @@ class FaultProxy:
                 k, v = line.split(":", 1)
                 headers[k.strip().lower()] = v.strip()
         body = b""
-        if headers.get("content-length", "0").isdigit() and int(headers.get("content-length", "0")) > 0:
+        if (
+            headers.get("content-length", "0").isdigit()
+            and int(headers.get("content-length", "0")) > 0
+        ):
             body = await reader.readexactly(int(headers["content-length"]))
         self.requests.append(Seen(method, target, dict(headers)))
 
@@ -145,7 +152,12 @@ class FaultProxy:
                     f'Bearer realm="http://{self.host}/token",service="sack8s-test",'
                     f'scope="repository:{repo}:pull"'
                 )
-                await self._respond(writer, 401, b'{"errors":[{"code":"UNAUTHORIZED"}]}', {"WWW-Authenticate": challenge})
+                await self._respond(
+                    writer,
+                    401,
+                    b'{"errors":[{"code":"UNAUTHORIZED"}]}',
+                    {"WWW-Authenticate": challenge},
+                )
                 return
             headers.pop("authorization", None)
 
@@ -200,7 +212,10 @@ class FaultProxy:
     async def _forward(self, method: str, target: str, headers: dict[str, str], body: bytes):
         r, w = await asyncio.open_connection(self.upstream_host, self.upstream_port)
         try:
-            req = [f"{method} {target} HTTP/1.1", f"Host: {self.upstream_host}:{self.upstream_port}"]
+            req = [
+                f"{method} {target} HTTP/1.1",
+                f"Host: {self.upstream_host}:{self.upstream_port}",
+            ]
             for k, v in headers.items():
                 if k in ("host", "connection", "keep-alive"):
                     continue
@@ -218,7 +233,9 @@ class FaultProxy:
             rest = _dechunk(rest)
         return hl[0], hdrs, rest
 
-    async def _token_endpoint(self, target: str, headers: dict[str, str], writer: asyncio.StreamWriter) -> None:
+    async def _token_endpoint(
+        self, target: str, headers: dict[str, str], writer: asyncio.StreamWriter
+    ) -> None:
         assert self.token_auth is not None
         user, pw = self.token_auth
         want = "Basic " + base64.b64encode(f"{user}:{pw}".encode()).decode()
@@ -230,9 +247,21 @@ class FaultProxy:
         await self._respond(writer, 200, body, {"Content-Type": "application/json"})
 
     @staticmethod
-    async def _respond(writer: asyncio.StreamWriter, status: int, body: bytes, extra: dict[str, str]) -> None:
-        reason = {200: "OK", 307: "Temporary Redirect", 401: "Unauthorized", 403: "Forbidden", 500: "Internal Server Error"}
-        lines = [f"HTTP/1.1 {status} {reason.get(status, 'X')}", f"Content-Length: {len(body)}", "Connection: close"]
+    async def _respond(
+        writer: asyncio.StreamWriter, status: int, body: bytes, extra: dict[str, str]
+    ) -> None:
+        reason = {
+            200: "OK",
+            307: "Temporary Redirect",
+            401: "Unauthorized",
+            403: "Forbidden",
+            500: "Internal Server Error",
+        }
+        lines = [
+            f"HTTP/1.1 {status} {reason.get(status, 'X')}",
+            f"Content-Length: {len(body)}",
+            "Connection: close",
+        ]
         lines += [f"{k}: {v}" for k, v in extra.items()]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
         await writer.drain()

@@ -10,13 +10,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
-
 from conftest import FIXTURES, need, need_binary, need_path
+
 from support.faultproxy import FaultProxy
 from support.registry import RegistryServer
 from support.tlsca import TestPki, make_pki
@@ -35,7 +34,12 @@ def scratch() -> Path:
     return _scratch
 
 
-def _once(request: pytest.FixtureRequest, name: str, make: Callable[[], object], stop: Callable[[object], None]):
+def _once(
+    request: pytest.FixtureRequest,
+    name: str,
+    make: Callable[[], object],
+    stop: Callable[[object], None],
+):
     if name not in _started:
         obj = make()
         _started[name] = obj
@@ -61,7 +65,8 @@ def fixture_registry(request: pytest.FixtureRequest) -> RegistryServer:
     """The fixture storage served plain-HTTP on 127.0.0.1:<free port>."""
     binary, store = registry_bin(), storage()
     return _once(
-        request, "plain",
+        request,
+        "plain",
         lambda: RegistryServer(binary, scratch() / "plain", storage=store).start(),
         lambda r: r.stop(),
     )  # type: ignore[return-value]
@@ -70,7 +75,8 @@ def fixture_registry(request: pytest.FixtureRequest) -> RegistryServer:
 @pytest.fixture(scope="session")
 def fault_proxy(request: pytest.FixtureRequest, fixture_registry: RegistryServer) -> FaultProxy:
     return _once(
-        request, "proxy",
+        request,
+        "proxy",
         lambda: FaultProxy("127.0.0.1", fixture_registry.port).start(),
         lambda p: p.stop(),
     )  # type: ignore[return-value]
@@ -90,7 +96,9 @@ def proxy(fault_proxy: FaultProxy) -> FaultProxy:
 def htpasswd_file() -> Path:
     tool = need_binary("htpasswd", "SACK8S_HTPASSWD_BIN")
     path = scratch() / "htpasswd"
-    out = subprocess.run([tool, "-Bbn", USER, PASSWORD], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [tool, "-Bbn", USER, PASSWORD], check=True, capture_output=True, text=True
+    ).stdout
     path.write_text(out)
     return path
 
@@ -99,10 +107,41 @@ def htpasswd_file() -> Path:
 def basic_auth_registry(request: pytest.FixtureRequest, htpasswd_file: Path) -> RegistryServer:
     binary, store = registry_bin(), storage()
     return _once(
-        request, "basic",
-        lambda: RegistryServer(binary, scratch() / "basic", storage=store, htpasswd=htpasswd_file).start(),
+        request,
+        "basic",
+        lambda: RegistryServer(
+            binary, scratch() / "basic", storage=store, htpasswd=htpasswd_file
+        ).start(),
         lambda r: r.stop(),
     )  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="session")
+def token_registry(request: pytest.FixtureRequest):
+    """The fixture storage behind distribution's token auth, with a loopback token service."""
+    from support.tokenserver import ISSUER, SERVICE, TokenServer
+
+    binary, store = registry_bin(), storage()
+
+    def make():
+        tokens = TokenServer(scratch() / "token", USER, PASSWORD).start()
+        try:
+            reg = RegistryServer(
+                binary,
+                scratch() / "tokenreg",
+                storage=store,
+                token=(tokens.realm, SERVICE, ISSUER, tokens.bundle),
+            ).start()
+        except Exception:
+            tokens.stop()
+            raise
+        return reg, tokens
+
+    def stop(pair) -> None:
+        pair[0].stop()
+        pair[1].stop()
+
+    return _once(request, "token", make, stop)
 
 
 @pytest.fixture(scope="session")
@@ -115,9 +154,15 @@ def tls_registry(request: pytest.FixtureRequest, pki: TestPki) -> RegistryServer
     """The fixture storage over HTTPS with a certificate from a CA the test made."""
     binary, store = registry_bin(), storage()
     return _once(
-        request, "tls",
+        request,
+        "tls",
         lambda: RegistryServer(
-            binary, scratch() / "tls", storage=store, tls_cert=pki.cert_file, tls_key=pki.key_file, ca_file=pki.ca_file
+            binary,
+            scratch() / "tls",
+            storage=store,
+            tls_cert=pki.cert_file,
+            tls_key=pki.key_file,
+            ca_file=pki.ca_file,
         ).start(),
         lambda r: r.stop(),
     )  # type: ignore[return-value]
@@ -151,7 +196,7 @@ def blob_path(root: Path, digest: str) -> Path:
 
 def need_gardener_ocm() -> None:
     try:
-        import ocm  # noqa: F401
         import oci  # noqa: F401
+        import ocm  # noqa: F401
     except ImportError as exc:
         need(False, f"gardener-ocm not importable ({exc.name})")

@@ -28,11 +28,14 @@ def free_port() -> int:
 class RegistryServer:
     binary: str
     workdir: Path
-    storage: Path | None = None  # a storage root to copy (docker/registry/v2/...); None: use root as is
+    storage: Path | None = (
+        None  # a storage root to copy (docker/registry/v2/...); None: use root as is
+    )
     htpasswd: Path | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None
     ca_file: Path | None = None  # to poll a TLS registry
+    token: tuple[str, str, str, Path] | None = None  # (realm, service, issuer, rootcertbundle)
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen | None = None
 
@@ -44,7 +47,7 @@ class RegistryServer:
     def root(self) -> Path:
         return self.workdir / "root"
 
-    def start(self) -> "RegistryServer":
+    def start(self) -> RegistryServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.storage is not None:
             if self.root.exists():
@@ -68,14 +71,32 @@ class RegistryServer:
         ]
         if self.tls_cert:
             lines += ["  tls:", f"    certificate: {self.tls_cert}", f"    key: {self.tls_key}"]
+        if self.token:
+            realm, service, issuer, bundle = self.token
+            lines += [
+                "auth:",
+                "  token:",
+                f"    realm: {realm}",
+                f"    service: {service}",
+                f"    issuer: {issuer}",
+                f"    rootcertbundle: {bundle}",
+            ]
         if self.htpasswd:
-            lines += ["auth:", "  htpasswd:", "    realm: sack8s-test", f"    path: {self.htpasswd}"]
+            lines += [
+                "auth:",
+                "  htpasswd:",
+                "    realm: sack8s-test",
+                f"    path: {self.htpasswd}",
+            ]
         config = self.workdir / "config.yml"
         config.write_text("\n".join(lines) + "\n")
         self.log = self.workdir / "registry.log"
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
-                [self.binary, "serve", str(config)], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                [self.binary, "serve", str(config)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
             )
         self._wait()
         return self
@@ -95,7 +116,9 @@ class RegistryServer:
             except OSError:
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"registry on {self.host} did not come up: {self.log.read_text()[-2000:]}")
+        raise RuntimeError(
+            f"registry on {self.host} did not come up: {self.log.read_text()[-2000:]}"
+        )
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -76,7 +76,7 @@ def parse_www_authenticate(header: str | None) -> list[Challenge]:
 
 
 def basic_header(cred: BasicCredential) -> str:
-    raw = f"{cred.username}:{cred.password}".encode("utf-8")
+    raw = f"{cred.username}:{cred.password}".encode()
     return "Basic " + base64.b64encode(raw).decode("ascii")
 
 

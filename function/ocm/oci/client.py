@@ -20,19 +20,18 @@ Rules enforced for every request (including redirect hops and token-realm GETs):
 from __future__ import annotations
 
 import asyncio
-import json
 import hashlib
+import json
 import re
 import ssl
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 from urllib.parse import urlencode, urljoin, urlsplit
 
 import httpx
 
 from function.ocm.oci.auth import TokenCache, basic_header, parse_www_authenticate
 from function.ocm.oci.config import AllowedHost, RegistryAccess, normalize_host
-from function.ocm.oci.manifest import ACCEPT_MANIFESTS
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
@@ -104,23 +103,25 @@ class RegistryClient:
         scheme = parts.scheme.lower()
         host = normalize_host(parts.netloc) if parts.netloc else ""
         if scheme not in ("http", "https") or not host:
-            raise RegistryError(f"refused URL with scheme {scheme or '(none)'!r}: only http(s) to allowed hosts")
+            raise RegistryError(
+                f"refused URL with scheme {scheme or '(none)'!r}: only http(s) to allowed hosts"
+            )
         entry = self.access.allowed(host)
         if entry is None:
             if previous is not None:
-                raise RegistryError(f"refused redirect to host {host}: not in the registry allowlist")
+                raise RegistryError(
+                    f"refused redirect to host {host}: not in the registry allowlist"
+                )
             raise RegistryError(f"host {host} is not in the registry allowlist")
-        if previous is not None and urlsplit(previous).scheme.lower() == "https" and scheme == "http":
+        if (
+            previous is not None
+            and urlsplit(previous).scheme.lower() == "https"
+            and scheme == "http"
+        ):
             raise RegistryError(f"refused redirect from https to plain http (host {host})")
         if scheme == "http" and not entry.plain_http:
             raise RegistryError(f"refused plain http to {host}: host is not marked plain-HTTP")
         return entry
-
-    def base_url(self, host: str) -> str:
-        entry = self.access.allowed(host)
-        if entry is None:
-            raise RegistryError(f"host {normalize_host(host)} is not in the registry allowlist")
-        return f"{'http' if entry.plain_http else 'https'}://{entry.host}"
 
     def _client(self, entry: AllowedHost) -> httpx.AsyncClient:
         c = self._clients.get(entry.host)
@@ -162,7 +163,7 @@ class RegistryClient:
             return await asyncio.wait_for(
                 self._get(url, repo, max_bytes, accept, expected_digest, want_link), deadline
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise RegistryError(f"timed out after {deadline:g}s", transient=True) from None
 
     async def _get(self, url, repo, max_bytes, accept, expected_digest, want_link):
@@ -176,9 +177,14 @@ class RegistryClient:
             if auth:
                 headers["Authorization"] = auth
             status, resp_headers, body, final_url = await self._follow(url, headers, max_bytes)
-            if status == 401 and attempt == 1:
-                if await self._authenticate(origin, scope, resp_headers.get("www-authenticate")):
-                    continue
+            if status == 401 and auth and auth.startswith("Bearer "):
+                self._tokens.drop(origin, scope)  # expired or revoked: fetch a new one once
+            if (
+                status == 401
+                and attempt == 1
+                and await self._authenticate(origin, scope, resp_headers.get("www-authenticate"))
+            ):
+                continue
             break
         if status == 401:
             raise RegistryError("unauthorized (HTTP 401): missing or wrong credentials", status=401)
@@ -198,7 +204,9 @@ class RegistryClient:
         else:
             advertised = resp_headers.get("docker-content-digest")
             if advertised and advertised.startswith("sha256:") and advertised != actual:
-                raise RegistryError(f"digest mismatch: registry says {advertised}, content is {actual}")
+                raise RegistryError(
+                    f"digest mismatch: registry says {advertised}, content is {actual}"
+                )
         link = None
         if want_link and (raw := resp_headers.get("link")):
             m = _LINK_NEXT.search(raw)
@@ -233,7 +241,9 @@ class RegistryClient:
             except RegistryError:
                 raise
             except httpx.TimeoutException:
-                raise RegistryError(f"timed out (no answer within {self.access.timeout:g}s)", transient=True) from None
+                raise RegistryError(
+                    f"timed out (no answer within {self.access.timeout:g}s)", transient=True
+                ) from None
             except httpx.ConnectError as exc:
                 if _is_tls_error(exc):
                     raise RegistryError(
@@ -254,7 +264,9 @@ class RegistryClient:
     async def _read_capped(resp: httpx.Response, max_bytes: int) -> bytes:
         declared = resp.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-            raise RegistryError(f"response of {int(declared)} bytes exceeds the {max_bytes} byte limit")
+            raise RegistryError(
+                f"response of {int(declared)} bytes exceeds the {max_bytes} byte limit"
+            )
         chunks: list[bytes] = []
         total = 0
         async for chunk in resp.aiter_bytes():
@@ -285,7 +297,9 @@ class RegistryClient:
             async with lock:
                 if self._tokens.get(host, scope):
                     return True
-                token, expires_in = await self._fetch_token(host, bearer.realm, bearer.params, scope)
+                token, expires_in = await self._fetch_token(
+                    host, bearer.realm, bearer.params, scope
+                )
                 self._tokens.put(host, scope, token, expires_in)
                 self._bearer_hosts[host] = bearer.params
             return True
@@ -301,17 +315,23 @@ class RegistryClient:
         if params.get("service"):
             query["service"] = params["service"]
         url = realm + ("&" if "?" in realm else "?") + urlencode(query)
-        entry = self.check_url(url)  # the realm is a URL like any other: allowlisted or refused
+        # the realm is a URL like any other: allowlisted (and plain HTTP only where marked) or
+        # refused before connecting. The registry's credentials go to it, as docker does: an
+        # allowlisted realm is trusted as much as the registry that named it.
+        self.check_url(url)
         headers = {"Accept": "application/json"}
         cred = self.access.credentials.for_host(host)
-        realm_host = entry.host
-        if cred is not None and (realm_host == host or urlsplit(url).scheme == "https"):
+        if cred is not None:
             headers["Authorization"] = basic_header(cred)
         status, _, body, _ = await self._follow(url, headers, self.access.max_manifest_bytes)
         if status in (401, 403):
-            raise RegistryError(f"token service refused the credentials (HTTP {status})", status=status)
+            raise RegistryError(
+                f"token service refused the credentials (HTTP {status})", status=status
+            )
         if status != 200 or body is None:
-            raise RegistryError(f"token service answered HTTP {status}", transient=status >= 500, status=status)
+            raise RegistryError(
+                f"token service answered HTTP {status}", transient=status >= 500, status=status
+            )
 
         try:
             doc = json.loads(body)

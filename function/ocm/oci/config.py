@@ -15,8 +15,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from function.errors import InvalidPolicy
@@ -68,7 +68,7 @@ class CredentialSet:
             return self.by_host[bare]
         return self.default
 
-    def merged(self, other: "CredentialSet") -> "CredentialSet":
+    def merged(self, other: CredentialSet) -> CredentialSet:
         return CredentialSet({**self.by_host, **other.by_host}, other.default or self.default)
 
     def __bool__(self) -> bool:
@@ -80,7 +80,9 @@ def _text(data: Mapping[str, bytes | str], key: str) -> str:
     return v.decode("utf-8") if isinstance(v, (bytes, bytearray)) else str(v)
 
 
-def credentials_from_request_data(data: Mapping[str, bytes | str], *, where: str = "credentials") -> CredentialSet:
+def credentials_from_request_data(
+    data: Mapping[str, bytes | str], *, where: str = "credentials"
+) -> CredentialSet:
     """A credential Secret's ``data`` (``req.credentials[name].credential_data.data``) -> :class:`CredentialSet`.
 
     Accepted shapes, as Crossplane hands them over (values are the decoded Secret bytes):
@@ -106,7 +108,9 @@ def credentials_from_request_data(data: Mapping[str, bytes | str], *, where: str
         by_host: dict[str, BasicCredential] = {}
         for host, entry in auths.items():
             if not isinstance(entry, dict):
-                raise InvalidPolicy(where, f"{key}: entry for {normalize_host(host)} is not an object")
+                raise InvalidPolicy(
+                    where, f"{key}: entry for {normalize_host(host)} is not an object"
+                )
             cred = _docker_entry(entry, f"{key} entry for {normalize_host(host)}", where)
             if cred is not None:
                 by_host[normalize_host(host)] = cred
@@ -181,8 +185,8 @@ class RegistryAccess:
         cls,
         hosts: Iterable[AllowedHost | str],
         credentials: CredentialSet | None = None,
-        **limits: float | int,
-    ) -> "RegistryAccess":
+        **limits: float,
+    ) -> RegistryAccess:
         entries: dict[str, AllowedHost] = {}
         for h in hosts:
             entry = h if isinstance(h, AllowedHost) else AllowedHost(h)

@@ -9,8 +9,9 @@ Layout written by the OCM CLI v0.9.x (FACTS.md §3): the component tag points to
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 MT_OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 MT_OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -25,7 +26,7 @@ ARTIFACT_TYPE_DESCRIPTOR = "application/vnd.ocm.software.component-descriptor.v2
 MANIFEST_TYPES = frozenset({MT_OCI_MANIFEST, MT_DOCKER_MANIFEST})
 INDEX_TYPES = frozenset({MT_OCI_INDEX, MT_DOCKER_LIST})
 #: Sent on every manifest GET: distribution 2.8 answers 404 for an index unless its type is listed.
-ACCEPT_MANIFESTS = ", ".join([MT_OCI_INDEX, MT_OCI_MANIFEST, MT_DOCKER_LIST, MT_DOCKER_MANIFEST])
+ACCEPT_MANIFESTS = f"{MT_OCI_INDEX}, {MT_OCI_MANIFEST}, {MT_DOCKER_LIST}, {MT_DOCKER_MANIFEST}"
 
 
 class ManifestError(ValueError):
@@ -76,7 +77,9 @@ def _descriptor(entry: Any, what: str) -> Descriptor:
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         raise ManifestError(f"{what} has no valid size")
     at = entry.get("artifactType")
-    return Descriptor(mt if isinstance(mt, str) else "", digest, size, at if isinstance(at, str) else None)
+    return Descriptor(
+        mt if isinstance(mt, str) else "", digest, size, at if isinstance(at, str) else None
+    )
 
 
 def document_media_type(doc: Mapping[str, Any], content_type: str | None) -> str:
@@ -104,11 +107,15 @@ def find_descriptor_manifest(index: Mapping[str, Any]) -> Descriptor:
     if not found:
         raise ManifestError(f"index has no child with artifactType {ARTIFACT_TYPE_DESCRIPTOR}")
     if len(found) > 1:
-        raise ManifestError(f"index has {len(found)} children with artifactType {ARTIFACT_TYPE_DESCRIPTOR}")
+        raise ManifestError(
+            f"index has {len(found)} children with artifactType {ARTIFACT_TYPE_DESCRIPTOR}"
+        )
     return found[0]
 
 
-def manifest_config_and_layers(manifest: Mapping[str, Any]) -> tuple[Descriptor, tuple[Descriptor, ...]]:
+def manifest_config_and_layers(
+    manifest: Mapping[str, Any],
+) -> tuple[Descriptor, tuple[Descriptor, ...]]:
     config = _descriptor(manifest.get("config"), "manifest config")
     layers = manifest.get("layers")
     if not isinstance(layers, list):
@@ -116,9 +123,13 @@ def manifest_config_and_layers(manifest: Mapping[str, Any]) -> tuple[Descriptor,
     return config, tuple(_descriptor(l, f"manifest layers[{i}]") for i, l in enumerate(layers))
 
 
-def component_descriptor_layer(config: Mapping[str, Any], layers: tuple[Descriptor, ...]) -> Descriptor:
+def component_descriptor_layer(
+    config: Mapping[str, Any], layers: tuple[Descriptor, ...]
+) -> Descriptor:
     """The layer the component config's ``componentDescriptorLayer`` names (it must be a layer)."""
-    ref = _descriptor(config.get("componentDescriptorLayer"), "component config componentDescriptorLayer")
+    ref = _descriptor(
+        config.get("componentDescriptorLayer"), "component config componentDescriptorLayer"
+    )
     for layer in layers:
         if layer.digest == ref.digest:
             return Descriptor(ref.media_type or layer.media_type, ref.digest, ref.size)

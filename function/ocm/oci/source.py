@@ -17,7 +17,8 @@ transient) naming component, version, registry and what failed.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any, Self
 
 from function.errors import ComponentError, SourceUnavailable
 from function.ocm.cache import Cache, default_cache
@@ -28,9 +29,9 @@ from function.ocm.oci.config import AllowedHost, RegistryAccess, normalize_host
 from function.ocm.oci.manifest import (
     ACCEPT_MANIFESTS,
     ARTIFACT_TYPE_DESCRIPTOR,
+    COMPONENT_CONFIG_TYPES,
     INDEX_TYPES,
     MANIFEST_TYPES,
-    COMPONENT_CONFIG_TYPES,
     ManifestError,
     component_descriptor_layer,
     decode_tag,
@@ -73,7 +74,9 @@ class OciSource:
         client: RegistryClient | None = None,
     ) -> None:
         if access is None:
-            access = RegistryAccess.build([AllowedHost(repository.host, plain_http=repository.plain_http)])
+            access = RegistryAccess.build(
+                [AllowedHost(repository.host, plain_http=repository.plain_http)]
+            )
         self.repository = repository
         self.access = access
         self.cache = cache if cache is not None else default_cache()
@@ -81,7 +84,7 @@ class OciSource:
         self.client = client or RegistryClient(access, on_request=self.cache.count_request)
         self.host = normalize_host(repository.host)
 
-    async def __aenter__(self) -> "OciSource":
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -184,7 +187,7 @@ class OciSource:
             return await self._build(component, version, repo, top_digest)
 
         return await self.cache.immutable(
-            ("cv", self.host, repo, top_digest), build, size=lambda cv: _cv_size(cv)
+            ("cv", self.host, repo, top_digest, version), build, size=lambda cv: _cv_size(cv)
         )
 
     async def blob(self, cv: ComponentVersion, digest: str, media_type: str) -> bytes:
@@ -196,19 +199,32 @@ class OciSource:
             )
         if not is_digest(digest):
             raise ComponentError(
-                f"component {component}:{version}", f"blob reference {digest[:80]!r} is not a sha256 digest"
+                f"component {component}:{version}",
+                f"blob reference {digest[:80]!r} is not a sha256 digest",
             )
         as_manifest = is_manifest_media_type(media_type)
         return await self._by_digest(
-            component, version, self.repo_path(component), digest,
-            manifest=as_manifest, max_bytes=self.access.max_blob_bytes,
+            component,
+            version,
+            self.repo_path(component),
+            digest,
+            manifest=as_manifest,
+            max_bytes=self.access.max_blob_bytes,
             op=f"fetching {'manifest' if as_manifest else 'blob'} {digest}",
         )
 
     # -- internals ---------------------------------------------------------------------------
 
     async def _by_digest(
-        self, component: str, version: str, repo: str, digest: str, *, manifest: bool, max_bytes: int, op: str
+        self,
+        component: str,
+        version: str,
+        repo: str,
+        digest: str,
+        *,
+        manifest: bool,
+        max_bytes: int,
+        op: str,
     ) -> bytes:
         tail = f"manifests/{digest}" if manifest else f"blobs/{digest}"
 
@@ -225,38 +241,63 @@ class OciSource:
         key = ("manifest" if manifest else "blob", self.host, repo, digest)
         return await self._fetch(component, version, op, lambda: self.cache.immutable(key, fetch))
 
-    async def _build(self, component: str, version: str, repo: str, top_digest: str) -> ComponentVersion:
+    async def _build(
+        self, component: str, version: str, repo: str, top_digest: str
+    ) -> ComponentVersion:
         where = f"component {component}:{version}"
         limit = self.access.max_manifest_bytes
         top = await self._by_digest(
-            component, version, repo, top_digest, manifest=True, max_bytes=limit, op=f"fetching manifest {top_digest}"
+            component,
+            version,
+            repo,
+            top_digest,
+            manifest=True,
+            max_bytes=limit,
+            op=f"fetching manifest {top_digest}",
         )
 
         def shape(call: Callable[[], Any], what: str) -> Any:
             try:
                 return call()
             except ManifestError as err:
-                raise ComponentError(where, f"{what} at registry {self.host} (repository {repo}): {err}") from None
+                raise ComponentError(
+                    where, f"{what} at registry {self.host} (repository {repo}): {err}"
+                ) from None
 
-        top_doc = shape(lambda: parse_json_document(top, "manifest"), f"reading manifest {top_digest}")
+        top_doc = shape(
+            lambda: parse_json_document(top, "manifest"), f"reading manifest {top_digest}"
+        )
         mt = document_media_type(top_doc, None)
         if mt in INDEX_TYPES:
             child = shape(lambda: find_descriptor_manifest(top_doc), f"reading index {top_digest}")
             if child.media_type and child.media_type not in MANIFEST_TYPES:
-                raise ComponentError(where, f"descriptor manifest {child.digest} has media type {child.media_type}")
+                raise ComponentError(
+                    where, f"descriptor manifest {child.digest} has media type {child.media_type}"
+                )
             dm_digest = child.digest
             dm = await self._by_digest(
-                component, version, repo, dm_digest, manifest=True, max_bytes=limit,
+                component,
+                version,
+                repo,
+                dm_digest,
+                manifest=True,
+                max_bytes=limit,
                 op=f"fetching descriptor manifest {dm_digest}",
             )
         elif mt in MANIFEST_TYPES:
             dm_digest, dm = top_digest, top
         else:
             raise ComponentError(
-                where, f"tag at registry {self.host} (repository {repo}) points to media type {mt[:100]!r}, not a manifest or index"
+                where,
+                f"tag at registry {self.host} (repository {repo}) points to media type {mt[:100]!r}, not a manifest or index",
             )
-        dm_doc = shape(lambda: parse_json_document(dm, "descriptor manifest"), f"reading descriptor manifest {dm_digest}")
-        config, layers = shape(lambda: manifest_config_and_layers(dm_doc), f"reading descriptor manifest {dm_digest}")
+        dm_doc = shape(
+            lambda: parse_json_document(dm, "descriptor manifest"),
+            f"reading descriptor manifest {dm_digest}",
+        )
+        config, layers = shape(
+            lambda: manifest_config_and_layers(dm_doc), f"reading descriptor manifest {dm_digest}"
+        )
         at = dm_doc.get("artifactType")
         if config.media_type not in COMPONENT_CONFIG_TYPES and at != ARTIFACT_TYPE_DESCRIPTOR:
             raise ComponentError(
@@ -265,13 +306,28 @@ class OciSource:
                 f"descriptor manifest (config media type {config.media_type[:100]!r})",
             )
         cfg = await self._by_digest(
-            component, version, repo, config.digest, manifest=False, max_bytes=limit,
+            component,
+            version,
+            repo,
+            config.digest,
+            manifest=False,
+            max_bytes=limit,
             op=f"fetching component config {config.digest}",
         )
-        cfg_doc = shape(lambda: parse_json_document(cfg, "component config"), f"reading component config {config.digest}")
-        layer = shape(lambda: component_descriptor_layer(cfg_doc, layers), f"reading component config {config.digest}")
+        cfg_doc = shape(
+            lambda: parse_json_document(cfg, "component config"),
+            f"reading component config {config.digest}",
+        )
+        layer = shape(
+            lambda: component_descriptor_layer(cfg_doc, layers),
+            f"reading component config {config.digest}",
+        )
         raw = await self._by_digest(
-            component, version, repo, layer.digest, manifest=False,
+            component,
+            version,
+            repo,
+            layer.digest,
+            manifest=False,
             max_bytes=MAX_DESCRIPTOR_LAYER_BYTES,
             op=f"fetching component descriptor {layer.digest}",
         )
