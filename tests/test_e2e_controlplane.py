@@ -545,26 +545,81 @@ def test_plain_tar_kustomize_never_reaches_flux(cp, tmp_path):
     print(f"plain tar: exit 1: {p.stderr.strip()[:300]}")
 
 
-def test_every_composed_object_is_accepted(cp, tmp_path_factory):
-    out = tmp_path_factory.mktemp("xrs")
-    with timed("render (first)"):
-        with ThreadPoolExecutor(4) as pool:
-            renders = list(pool.map(lambda c: render(c, case_xr(c, out)), CASES))
+def _render_all(cases: list[Case], out: Path) -> list[Render]:
+    with ThreadPoolExecutor(4) as pool:
+        return list(pool.map(lambda c: render(c, case_xr(c, out)), cases))
+
+
+def _apply_all(cp: ControlPlane, renders: list[Render], label: str) -> list:
     rejected: list = []
-    with timed("apply (first)"):
+    with timed(f"apply ({label})"):
         for r in renders:
             cp.renders[r.case.name] = r
             apply_render(cp, r, rejected)
-    applied = sum(len(r.objects) for r in renders)
-    FIGURES["applied"] = applied
-    FIGURES["rejected"] = rejected
-    FIGURES["kinds"] = sorted({o["kind"] for r in renders for o in r.objects})
-    print(f"applied {applied} objects of {len(renders)} renders as {XP_NS}/{XP_SA}; rejected {len(rejected)}")
-    assert not rejected, "rejected by the API server:\n" + "\n".join(map(str, rejected))
+    n = sum(len(r.objects) for r in renders)
+    print(f"{label}: applied {n} objects of {len(renders)} renders as {XP_NS}/{XP_SA}; rejected {len(rejected)}")
+    return rejected
 
-    with timed("apply (second, idempotence)"):
+
+def _assert_idempotent(cp: ControlPlane, renders: list[Render], label: str) -> None:
+    with timed(f"apply again, compare resourceVersions ({label})"):
         changed = [key(o) for r in renders for o in r.objects if not reapply_unchanged(cp, o)]
     assert not changed, f"a second apply of the same desired state changed: {changed}"
+
+
+def test_every_composed_object_is_accepted(cp, tmp_path_factory):
+    """Helm and Kustomize examples in every transfer mode, applied as Crossplane (package ClusterRole only)."""
+    cases = [c for c in CASES if c.name != "claim-kustomize"]
+    with timed("render (first)"):
+        renders = _render_all(cases, tmp_path_factory.mktemp("xrs"))
+    rejected = _apply_all(cp, renders, "examples")
+    FIGURES["applied"] += sum(len(r.objects) for r in renders)
+    FIGURES["rejected"] += rejected
+    FIGURES["kinds"] = sorted({o["kind"] for r in renders for o in r.objects})
+    assert not rejected, "rejected by the API server:\n" + "\n".join(map(str, rejected))
+    _assert_idempotent(cp, renders, "examples")
+
+
+CLAIM_BUG = (
+    "package/crossplane-rbac.yaml does not hold what the policy's rbac.allowedExtraRules let claims grant "
+    "(examples: servicemonitors.monitoring.coreos.com), so the API server refuses the composed Role as an RBAC "
+    "escalation and the RoleBinding to it with NotFound"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=CLAIM_BUG)
+def test_claim_with_extra_rules_is_accepted(cp, tmp_path_factory):
+    """examples/claim.yaml (rbac.extraRules: servicemonitors, allowed by the policy) as Crossplane."""
+    (case,) = [c for c in CASES if c.name == "claim-kustomize"]
+    (r,) = _render_all([case], tmp_path_factory.mktemp("xrs-claim"))
+    rejected = _apply_all(cp, [r], "claim, package ClusterRole only")
+    FIGURES["rejected_known_bug"] = rejected
+    assert not rejected, "rejected by the API server:\n" + "\n".join(map(str, rejected))
+
+
+def test_claim_accepted_once_ops_grant_crossplane_the_extra_rules(cp, tmp_path_factory):
+    """What ops can do today: aggregate the policy's allowedExtraRules into Crossplane's ClusterRole (here: a
+    second ClusterRoleBinding for the test identity); then the claim's objects are all accepted."""
+    (policy,) = load_all((DATA / "policy.yaml").read_text())
+    cp.admin.apply({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "crossplane:sack8s-extra-rules",
+                     "labels": {"rbac.crossplane.io/aggregate-to-crossplane": "true"}},
+        "rules": policy["rbac"]["allowedExtraRules"],
+    }, "e2e-admin")
+    cp.admin.apply({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "crossplane-test-extra-rules"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "crossplane:sack8s-extra-rules"},
+        "subjects": [{"kind": "ServiceAccount", "name": XP_SA, "namespace": XP_NS}],
+    }, "e2e-admin")
+    (case,) = [c for c in CASES if c.name == "claim-kustomize"]
+    (r,) = _render_all([case], tmp_path_factory.mktemp("xrs-claim2"))
+    rejected = _apply_all(cp, [r], "claim, with the extra rules granted to Crossplane")
+    FIGURES["applied"] += len(r.objects)
+    FIGURES["rejected"] += rejected
+    assert not rejected, "rejected by the API server:\n" + "\n".join(map(str, rejected))
+    _assert_idempotent(cp, [r], "claim")
 
 
 def test_crossplane_identity_holds_only_the_package_role(cp):
@@ -798,6 +853,9 @@ def test_zz_report(cp, capsys):
     lines = ["", "=== e2e control plane: figures ==="]
     lines.append(f"objects applied: {FIGURES['applied']} (kinds: {', '.join(FIGURES.get('kinds', []))})")
     lines.append(f"rejected: {len(FIGURES['rejected'])}")
+    known = FIGURES.get("rejected_known_bug") or []
+    lines.append(f"rejected in the xfail claim case (package ClusterRole only): {len(known)}")
+    lines += [f"  {x}" for x in known]
     lines.append(f"Flux objects reconciled: {len(FIGURES['reconciled'])}")
     for k, v in FIGURES["reconciled"].items():
         lines.append(f"  {k}: {v}")

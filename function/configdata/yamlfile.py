@@ -104,9 +104,14 @@ def dump_file(f: YamlFile) -> str:
     return text
 
 
+_UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
 def _styled(old: Any, new: Any) -> Any:
     """Keep the quoting of a replaced string scalar; turn plain containers into round-trip ones."""
     if isinstance(new, str) and not isinstance(new, ScalarString):
+        if any(c in new for c in _UNICODE_BREAKS):
+            return DoubleQuotedScalarString(new)  # ruamel mangles these in plain/single-quoted style
         for style in (DoubleQuotedScalarString, SingleQuotedScalarString, LiteralScalarString, FoldedScalarString):
             if isinstance(old, style) and (style not in (LiteralScalarString, FoldedScalarString) or "\n" in new):
                 return style(new)

@@ -7,6 +7,7 @@ test files import the fixtures from here (``from support.oci_env import ...``).
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import subprocess
 import tempfile
@@ -31,6 +32,7 @@ def scratch() -> Path:
     global _scratch
     if _scratch is None:
         _scratch = Path(tempfile.mkdtemp(prefix="sack8s-oci-"))
+        atexit.register(shutil.rmtree, _scratch, True)
     return _scratch
 
 
