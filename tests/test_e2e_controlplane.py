@@ -263,6 +263,13 @@ def _port_free(port: int) -> bool:
     return True
 
 
+def _listening(port: int) -> bool:
+    """Something accepts connections on 127.0.0.1:port (TIME_WAIT leftovers from a previous run do not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def _free_block(size: int) -> int:
     for _ in range(200):
         base = random.randrange(20000, 60000 - size)
@@ -306,7 +313,7 @@ def cp(tmp_path_factory) -> ControlPlane:
     need_path(CONTROLPLANE / "up.sh", "control-plane tools", "SACK8S_CONTROLPLANE")
     need_path(FIXTURES / "serve-registry.sh", "OCM CLI fixtures", "SACK8S_FIXTURES")
     need_path(CRDS, "upstream CRDs", "SACK8S_CRDS")
-    need(_port_free(5000), f"port 5000 is in use (stop Debian's docker-registry service): the e2e registry "
+    need(not _listening(5000), f"port 5000 is in use (stop Debian's docker-registry service): the e2e registry "
                            f"must serve the fixtures on {REGISTRY}, the address the descriptors embed")
     t0 = time.monotonic()
     work = tmp_path_factory.mktemp("e2e")

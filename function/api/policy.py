@@ -163,7 +163,6 @@ class OcmPolicy(Model):
 
 
 class SourcePolicy(Model):
-    tagTTLSeconds: int = Field(default=300, ge=0, description="How often a version range is re-resolved.")
     allowUnpinnedImages: bool = Field(
         default=False, description="Accept an image with neither digest nor resource digest (Warning instead of Fatal)."
     )
