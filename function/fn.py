@@ -17,7 +17,6 @@ import grpc
 from crossplane.function import logging, resource, response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
-from google.protobuf import json_format
 from pydantic import ValidationError
 
 from function.api.claim import Spec
@@ -27,6 +26,7 @@ from function.compose.identity import identity_of
 from function.errors import InvalidClaim, InvalidPolicy, SackError
 from function.compose import admission
 from function.sources import SourceFactory, claim_repository
+from function.structs import to_dict
 from function.requirements import Requirements, requirements_for
 
 # Fields Crossplane itself keeps in an XR's spec; they are not part of our API.
@@ -72,7 +72,7 @@ def parse_spec(xr: Mapping[str, Any]) -> Spec:
 
 
 def _struct(msg: Any) -> dict[str, Any]:
-    return json_format.MessageToDict(msg, preserving_proto_field_name=True) if msg is not None else {}
+    return to_dict(msg)
 
 
 def _result(rsp: fnv1.RunFunctionResponse, severity: int, reason: str, message: str) -> None:

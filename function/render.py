@@ -17,12 +17,12 @@ from typing import Any, Iterable, Mapping
 
 from crossplane.function import resource as sdkresource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
-from google.protobuf import json_format
 from ruamel.yaml import YAML
 
 from function.api.policy import INPUT_GROUP
 from function.errors import SackError
 from function.fn import FunctionRunner
+from function.structs import plain, to_dict
 from function.yamlio import load_all
 
 ANNOTATION_RESOURCE_NAME = "crossplane.io/composition-resource-name"
@@ -33,14 +33,11 @@ class RenderError(SackError):
     reason = "RenderFailed"
 
 
-def _plain(v: Any) -> Any:
-    """Struct numbers are doubles; print whole numbers as integers, as Kubernetes would."""
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
+def _sorted(v: Any) -> Any:
     if isinstance(v, dict):
-        return {k: _plain(x) for k, x in sorted(v.items())}
+        return {k: _sorted(x) for k, x in sorted(v.items())}
     if isinstance(v, list):
-        return [_plain(x) for x in v]
+        return [_sorted(x) for x in v]
     return v
 
 
@@ -50,7 +47,7 @@ def dump_yaml(docs: Iterable[Mapping[str, Any]]) -> str:
     y.width = 4096
     out = io.StringIO()
     y.explicit_start = True
-    y.dump_all([_plain(dict(d)) for d in docs], out)
+    y.dump_all([_sorted(plain(dict(d))) for d in docs], out)
     return out.getvalue()
 
 
@@ -173,7 +170,7 @@ async def render(
         "kind": xr.get("kind"),
         "metadata": {"name": (xr.get("metadata") or {}).get("name")},
     }
-    status = json_format.MessageToDict(rsp.desired.composite.resource).get("status")
+    status = to_dict(rsp.desired.composite.resource).get("status")
     if status:
         out_xr["status"] = status
     if rsp.conditions:
@@ -184,7 +181,7 @@ async def render(
         out_xr.setdefault("status", {})["conditions"] = conds
     resources = []
     for key in sorted(rsp.desired.resources):
-        obj = json_format.MessageToDict(rsp.desired.resources[key].resource)
+        obj = to_dict(rsp.desired.resources[key].resource)
         obj.setdefault("metadata", {}).setdefault("annotations", {})[ANNOTATION_RESOURCE_NAME] = key
         resources.append(obj)
     return Rendered(out_xr, resources, list(rsp.results), fatal)

@@ -17,11 +17,11 @@ from typing import Any, Mapping
 
 from crossplane.function import response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
-from google.protobuf import json_format
 
 from function.api.claim import Spec
 from function.compose.identity import Identity
 from function.errors import InvalidClaim, InvalidValues
+from function.structs import to_dict
 from function.yamlio import load_one
 
 VALUES = "values-configmap"
@@ -55,13 +55,13 @@ class Requirements:
             if key not in req.required_resources:
                 return None
             items = req.required_resources[key].items
-            found[ns] = json_format.MessageToDict(items[0].resource) if items else None
+            found[ns] = to_dict(items[0].resource) if items else None
         configmap = None
         if self.configmap:
             if VALUES not in req.required_resources:
                 return None
             items = req.required_resources[VALUES].items
-            configmap = json_format.MessageToDict(items[0].resource) if items else None
+            configmap = to_dict(items[0].resource) if items else None
         return Resolved(found, configmap, self.configmap)
 
 

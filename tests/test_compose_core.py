@@ -231,6 +231,8 @@ def test_kustomize_flux_objects_follow_the_packaging_contract() -> None:
     text = repr(ks["patches"])
     assert "127.0.0.1:5000/upstream/podinfo@sha256:11342fe5" in text  # localized image
     assert "Hello from sack8s" in text  # configured value
+    # Struct numbers are doubles; an integer field must not become 2.0 in a patch.
+    assert '"path": "/spec/replicas", "value": 2}' in text
     assert "imagePullSecrets" in text
     assert "role-deploy" not in got  # no Helm storage in the deploy namespace for Kustomize
 

@@ -423,7 +423,7 @@ class Case:
 class Render:
     case: Case
     xr_file: Path
-    xr: dict
+    xr: dict  # as given (spec)
     objects: list[dict]  # composed, in dependency order
     status: dict
 
@@ -462,10 +462,10 @@ def render(case: Case, xr_file: Path, observed: Path | None = None) -> Render:
     p = sack8s(*args, observed=observed)
     assert p.returncode == 0, f"render {case.name}: exit {p.returncode}: {p.stderr}"
     docs = load_all(p.stdout)
-    xr, objects = docs[0], docs[1:]
+    xr, objects = load_all(xr_file.read_text())[0], docs[1:]
     for o in objects:
         assert o["metadata"]["annotations"]["crossplane.io/composition-resource-name"], o["metadata"]
-    return Render(case, xr_file, xr, sorted(objects, key=rank), xr.get("status") or {})
+    return Render(case, xr_file, xr, sorted(objects, key=rank), docs[0].get("status") or {})
 
 
 def key(obj: dict) -> tuple:
