@@ -65,6 +65,23 @@ def verify_digest(data: bytes, digest: str, where: str) -> None:
         raise ComponentError(where, f"blob {digest}: digest mismatch (content hashes to sha256:{actual})")
 
 
+
+def read_capped(path: Path, max_bytes: int, where: str, what: str, place: str) -> bytes:
+    """A local file's bytes, refusing past ``max_bytes`` (checked before and while reading)."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ComponentError(where, f"{what} is {size} bytes, more than the {max_bytes} byte limit")
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise ComponentError(where, f"{what} not found {place}") from None
+    except OSError as e:
+        raise ComponentError(where, f"cannot read {what} ({type(e).__name__})") from None
+    if len(data) > max_bytes:
+        raise ComponentError(where, f"{what} is more than the {max_bytes} byte limit")
+    return data
+
 def load_json(data: bytes, what: str, where: str) -> dict[str, Any]:
     try:
         doc = json.loads(data)
@@ -216,18 +233,7 @@ class CtfSource:
         if not m:
             raise ComponentError(where, f"digest {digest[:100]!r} is not a sha256:<64 hex> digest")
         blob_path = self.path / "blobs" / f"sha256.{m.group(1)}"
-        try:
-            size = blob_path.stat().st_size
-            if size > max_bytes:
-                raise ComponentError(where, f"blob {digest} is {size} bytes, more than the {max_bytes} byte limit")
-            with blob_path.open("rb") as fh:
-                data = fh.read(max_bytes + 1)
-        except FileNotFoundError:
-            raise ComponentError(where, f"blob {digest} not found in {self._where}") from None
-        except OSError as e:
-            raise ComponentError(where, f"cannot read blob {digest} ({type(e).__name__})") from None
-        if len(data) > max_bytes:
-            raise ComponentError(where, f"blob {digest} is more than the {max_bytes} byte limit")
+        data = read_capped(blob_path, max_bytes, where, f"blob {digest}", f"in {self._where}")
         verify_digest(data, digest, where)
         return data
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from function.errors import ComponentError
 from function.ocm.access import INDEX_MEDIA_TYPES, MANIFEST_MEDIA_TYPES
-from function.ocm.ctf import MAX_BLOB_BYTES, MAX_MANIFEST_BYTES, verify_digest
+from function.ocm.ctf import MAX_BLOB_BYTES, MAX_MANIFEST_BYTES, read_capped, verify_digest
 from function.ocm.descriptor import MAX_DESCRIPTOR_BYTES, MEDIA_TYPE_JSON, MEDIA_TYPE_YAML, parse_descriptor
 from function.ocm.model import ComponentVersion, Descriptor, Repository
 
@@ -122,19 +122,13 @@ class DirectorySource(DescriptorFileSource):
             raise ComponentError(where, f"localReference {digest[:100]!r} is neither a sha256 digest nor a relative file name")
         try:
             real = target.resolve(strict=True)
-            if not real.is_relative_to(blobs.resolve(strict=True)):
-                raise ComponentError(where, f"blob {digest[:100]} resolves outside {blobs}")
-            size = real.stat().st_size
-            if size > cap:
-                raise ComponentError(where, f"blob {digest[:100]} is {size} bytes, more than the {cap} byte limit")
-            with real.open("rb") as fh:
-                data = fh.read(cap + 1)
         except FileNotFoundError:
             raise ComponentError(where, f"blob {digest[:100]} not found under {blobs}") from None
         except OSError as e:
             raise ComponentError(where, f"cannot read blob {digest[:100]} ({type(e).__name__})") from None
-        if len(data) > cap:
-            raise ComponentError(where, f"blob {digest[:100]} is more than the {cap} byte limit")
+        if not real.is_relative_to(blobs.resolve()):
+            raise ComponentError(where, f"blob {digest[:100]} resolves outside {blobs}")
+        data = read_capped(real, cap, where, f"blob {digest[:100]}", f"under {blobs}")
         if m:
             verify_digest(data, digest, where)
         return data
