@@ -8,17 +8,20 @@ with its traceback but reported without internals.
 
 from __future__ import annotations
 
+import logging as stdlogging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import grpc
+import structlog
 from crossplane.function import logging, resource, response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 from pydantic import ValidationError
 
+from function import metrics
 from function.api.claim import Spec
 from function.api.policy import Policy
 from function.compose import core
@@ -81,6 +84,42 @@ def _result(rsp: fnv1.RunFunctionResponse, severity: int, reason: str, message: 
     )
 
 
+def ensure_context_logging() -> None:
+    """Make structlog merge the request's context variables into every event.
+
+    The SDK's ``logging.configure`` (used by ``sack8s serve`` and ``render -v``) has no
+    ``merge_contextvars`` processor; add it in front, once per configuration.
+    """
+    processors = structlog.get_config()["processors"]
+    if structlog.contextvars.merge_contextvars not in processors:
+        structlog.configure(processors=[structlog.contextvars.merge_contextvars, *processors])
+
+
+class _StdlibToStructlog(stdlogging.Handler):
+    """Routes records of the ``function`` package's stdlib loggers through structlog.
+
+    Deeper modules log with ``logging.getLogger(__name__)``; through this bridge their lines
+    get the same renderer and the request context (xr, claim) as the edge's own lines.
+    Records still propagate to the root logger (pytest's caplog keeps working).
+    """
+
+    def emit(self, record: stdlogging.LogRecord) -> None:
+        try:
+            ensure_context_logging()
+            level = record.levelname.lower()
+            log = structlog.get_logger().bind(logger=record.name)
+            method = getattr(log, level if level in ("debug", "info", "warning", "error", "critical") else "info")
+            method(record.getMessage())
+        except Exception:  # noqa: BLE001 - logging must never break a reconcile
+            self.handleError(record)
+
+
+def bridge_stdlib_logging() -> None:
+    pkg = stdlogging.getLogger("function")
+    if not any(isinstance(h, _StdlibToStructlog) for h in pkg.handlers):
+        pkg.addHandler(_StdlibToStructlog())
+
+
 @dataclass
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     """Serves RunFunction. One instance per process: its sources share one cache."""
@@ -90,6 +129,9 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
 
     def __post_init__(self) -> None:
         self.log = logging.get_logger()
+        metrics.watch_cache(self.sources.cache)
+        metrics.instrument_registry_client()
+        bridge_stdlib_logging()
 
     async def RunFunction(  # noqa: N802 - gRPC method name
         self, req: fnv1.RunFunctionRequest, _: grpc.aio.ServicerContext | None = None
@@ -97,25 +139,39 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         rsp = response.to(req)
         xr = _struct(req.observed.composite.resource)
         meta = xr.get("metadata") or {}
-        log = self.log.bind(xr=meta.get("name", ""), tag=req.meta.tag)
+        context: dict[str, str] = {"xr": str(meta.get("name", "")), "tag": req.meta.tag}
         labels = meta.get("labels") or {}
         if labels.get("crossplane.io/claim-name"):
-            log = log.bind(claim=f"{labels.get('crossplane.io/claim-namespace', '')}/{labels['crossplane.io/claim-name']}")
+            context["claim"] = f"{labels.get('crossplane.io/claim-namespace', '')}/{labels['crossplane.io/claim-name']}"
+        ensure_context_logging()
+        log = self.log.bind(**context)
         started = time.perf_counter()
-        try:
-            await self._run(req, rsp, xr, log)
-        except SackError as e:
-            log.info("fatal", reason=e.reason, error=str(e))
-            rsp.desired.CopyFrom(req.desired)
-            _result(rsp, fnv1.SEVERITY_FATAL, e.reason, str(e))
-        except Exception as e:  # noqa: BLE001 - the last line of defence: never raise out of RunFunction
-            log.exception("unexpected error")
-            rsp.desired.CopyFrom(req.desired)
-            _result(rsp, fnv1.SEVERITY_FATAL, "InternalError", f"internal error ({type(e).__name__}); see the function's logs")
-        log.debug("done", seconds=round(time.perf_counter() - started, 4))
+        outcome = "composed"
+        # Every line logged while this request runs -- here, in deeper modules through structlog
+        # or the stdlib bridge -- carries the XR and claim (structlog contextvars, task-local).
+        with structlog.contextvars.bound_contextvars(**context):
+            try:
+                if await self._run(req, rsp, xr, log) is False:
+                    outcome = "waiting"
+            except SackError as e:
+                outcome = "fatal"
+                log.info("fatal", reason=e.reason, error=str(e))
+                rsp.desired.CopyFrom(req.desired)
+                _result(rsp, fnv1.SEVERITY_FATAL, e.reason, str(e))
+            except Exception as e:  # noqa: BLE001 - the last line of defence: never raise out of RunFunction
+                outcome = "fatal"
+                log.exception("unexpected error")
+                rsp.desired.CopyFrom(req.desired)
+                _result(rsp, fnv1.SEVERITY_FATAL, "InternalError", f"internal error ({type(e).__name__}); see the function's logs")
+            seconds = time.perf_counter() - started
+            try:
+                metrics.observe_request(outcome, seconds, ((r.severity, r.reason) for r in rsp.results))
+            except Exception:  # noqa: BLE001 - metrics must never break a reconcile
+                log.warning("metrics update failed")
+            log.debug("done", seconds=round(seconds, 4))
         return rsp
 
-    async def _run(self, req: fnv1.RunFunctionRequest, rsp: fnv1.RunFunctionResponse, xr: dict[str, Any], log: Any) -> None:
+    async def _run(self, req: fnv1.RunFunctionRequest, rsp: fnv1.RunFunctionResponse, xr: dict[str, Any], log: Any) -> bool:
         policy = parse_policy(_struct(req.input) if req.HasField("input") else {})
         spec = parse_spec(xr)
         identity = identity_of(xr)
@@ -127,7 +183,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         got = reqs.collect(req)
         if got is None:
             log.debug("waiting for required resources")
-            return  # Crossplane calls again with them resolved; this answer is discarded
+            return False  # Crossplane calls again with them resolved; this answer is discarded
 
         loaded = await self.sources.load(
             spec, policy, repository, status=(xr.get("status") or {}), credentials=req.credentials, base_dir=self.base_dir
@@ -168,3 +224,4 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             )
         )
         log.info("composed", resources=len(out.resources), version=loaded.component.version, ready=out.all_ready)
+        return True

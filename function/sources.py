@@ -14,6 +14,7 @@ and a version never flips back because a tag vanished.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -65,8 +66,14 @@ async def resolve_version(source: ComponentSource, spec: Spec, status: Mapping[s
     if versions.is_exact(constraint):
         return constraint.removeprefix("v") if constraint.startswith("v") and versions.parse_semver(constraint[1:]) else constraint
     available = await source.list_versions(spec.component.name)
-    picked = versions.pick_version(available, constraint, where=where)
-    prev = previous_version(spec, status)
+    return _resolve(tuple(available), constraint, previous_version(spec, status), where)
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolve(available: tuple[str, ...], constraint: str, prev: str | None, where: str) -> str:
+    """The sticky choice: a pure function of the tag list (itself TTL-cached), the range and the
+    version resolved last time, so it is memoised (errors are not: they are raised every time)."""
+    picked = versions.pick_version(list(available), constraint, where=where)
     if prev and versions.satisfies(prev, constraint, where=where):
         p, n = versions.parse_semver(prev), versions.parse_semver(picked)
         if p is not None and n is not None and not (p < n):
@@ -100,15 +107,19 @@ class SourceFactory:
             result = result.merged(CredentialSet(got.by_host))
         return result
 
-    def open(
-        self, spec: Spec, policy: Policy, repository: Repository, credentials: Mapping[str, Any], base_dir: Path
-    ) -> ComponentSource:
+    def _mirror(self, policy: Policy, repository: Repository, base_dir: Path) -> Path | None:
         for m in policy.mirrors:
             if _same_repo(parse_repository(m.repository), repository):
                 path = Path(m.path)
-                if not path.is_absolute():
-                    path = base_dir / path
-                return open_source(parse_location(str(path)), registry_repository=repository)
+                return path if path.is_absolute() else base_dir / path
+        return None
+
+    def open(
+        self, spec: Spec, policy: Policy, repository: Repository, credentials: Mapping[str, Any], base_dir: Path
+    ) -> ComponentSource:
+        path = self._mirror(policy, repository, base_dir)
+        if path is not None:
+            return open_source(parse_location(str(path)), registry_repository=repository)
         from function.ocm.oci import AllowedHost, OciSource, RegistryAccess
 
         hosts = [AllowedHost(r.host, plain_http=r.plainHTTP, ca_bundle=r.caBundle) for r in policy.registries]
@@ -142,15 +153,42 @@ class SourceFactory:
                 configdata = ("", {})
             else:
                 configdata = None
-            loaded = await load_component(
-                source,
-                spec.component.name,
+            dsel = (deployable.name, dict(deployable.extra_identity))
+            mirror = self._mirror(policy, repository, base_dir)
+            # Everything load_component returns is a pure function of the descriptor manifest
+            # (content-addressed: it names every blob by digest) and of the selection, so it is
+            # kept in the shared cache under that digest: a warm reconcile neither re-reads nor
+            # re-extracts the deployable. A new descriptor (a re-pushed tag) is a new key.
+            key = (
+                "loaded",
+                ("mirror", str(mirror)) if mirror is not None else ("oci", repository.host.lower(), repository.base.strip("/")),
+                repository,
+                cv.name,
                 cv.version,
-                deployable=(deployable.name, dict(deployable.extra_identity)),
-                configdata=configdata,
+                cv.descriptor_digest,
+                _selector_key(dsel),
+                None if configdata is None else _selector_key(configdata),
             )
+
+            async def fetch() -> LoadedComponent:
+                return await load_component(
+                    source, spec.component.name, cv.version, deployable=dsel, configdata=configdata
+                )
+
+            loaded = await self.cache.immutable(key, fetch, size=_loaded_size) if cv.descriptor_digest else await fetch()
         finally:
             close = getattr(source, "aclose", None)
             if close is not None:
                 await close()
         return loaded
+
+
+def _selector_key(sel: tuple[str, Mapping[str, str]]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return sel[0], tuple(sorted(sel[1].items()))
+
+
+def _loaded_size(loaded: LoadedComponent) -> int:
+    n = 4096 + 512 * len(loaded.component.descriptor.resources)
+    for files in loaded.contents.values():
+        n += sum(len(k) + len(v) + 100 for k, v in files.items())
+    return n + sum(len(v) for v in loaded.blob_heads.values())

@@ -10,11 +10,13 @@ file instead of expanding.
 from __future__ import annotations
 
 import io
+import pickle
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from function.configdata.memo import YAML_DOCS, digest
 from function.errors import SackError
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -62,7 +64,25 @@ def _to_text(data: bytes | str, where: str, max_bytes: int) -> str:
 
 
 def load_all(data: bytes | str, where: str, *, max_bytes: int = MAX_BYTES) -> list[Any]:
-    """Every document of a YAML stream as plain Python data (empty documents dropped)."""
+    """Every document of a YAML stream as plain Python data (empty documents dropped).
+
+    Parsing is pure-Python (ruamel's YAML 1.2 safe loader), so a parsed stream is memoised
+    by the SHA-256 of its bytes (:mod:`function.configdata.memo`); every caller gets its own
+    copy. Only valid streams are kept: an invalid one is parsed, and refused, every time.
+    """
+    if len(data) > max_bytes:
+        _to_text(data, where, max_bytes)  # raises, naming the file
+    key = (digest(data), max_bytes)
+    blob = YAML_DOCS.get(key)
+    if blob is None:
+        docs = _load_all(data, where, max_bytes)
+        blob = pickle.dumps(docs, protocol=pickle.HIGHEST_PROTOCOL)
+        YAML_DOCS.put(key, blob, len(blob) + 200)
+        return docs
+    return pickle.loads(blob)
+
+
+def _load_all(data: bytes | str, where: str, max_bytes: int) -> list[Any]:
     text = _to_text(data, where, max_bytes)
     try:
         docs = [d for d in _safe().load_all(io.StringIO(text)) if d is not None]

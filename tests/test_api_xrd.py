@@ -24,6 +24,21 @@ COMMITTED = {
 }
 
 
+def test_example_crossplane_role_matches_the_example_policy() -> None:
+    from function.fn import parse_policy
+
+    policy = parse_policy(load_docs([REPO / "examples/policy.yaml"])[0])
+    assert (REPO / "examples/crossplane-rbac.yaml").read_text() == dump_yaml([crossplane_cluster_role(policy)])
+
+
+def test_compositions_carry_the_example_policy() -> None:
+    from function.render import input_from_composition
+
+    policy = load_docs([REPO / "examples/policy.yaml"])[0]
+    for f in ("examples/composition.yaml", "examples/composition-claim.yaml"):
+        assert input_from_composition(load_docs([REPO / f])[0], f) == policy, f
+
+
 @pytest.mark.parametrize("path", sorted(COMMITTED))
 def test_committed_copy_has_not_drifted(path: str) -> None:
     expected = dump_yaml([COMMITTED[path]()])

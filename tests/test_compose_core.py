@@ -86,6 +86,8 @@ def test_long_names_are_cut_with_a_hash_within_limits() -> None:
     for obj in got.values():
         for v in obj["metadata"]["labels"].values():
             assert len(v) <= 63
+    for key in ("flux-helmrelease", "flux-ocirepository", "ocm-component"):
+        assert len(got[key]["metadata"]["name"]) <= 63  # Flux labels applied objects with it
     assert names.fit("a" * 100, 53) != names.fit("a" * 101, 53)
     assert len(names.fit("a" * 100, 53)) == 53
 
@@ -133,7 +135,8 @@ def test_adopt_where_policy_allows() -> None:
     policy["namespaces"]["allowAdopt"] = True
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "podinfo"}}
     got = by_key(run(xr, policy, required=[ns]))
-    assert got["namespace-podinfo"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert got["namespace-podinfo"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert got["namespace-podinfo"]["metadata"]["labels"]["pod-security.kubernetes.io/warn"] == "restricted"
     other = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "podinfo", "labels": {"sack8s.io/owner": "x"}}}
     out = asyncio.run(render(xr, policy, required=[other]))
     assert out.fatal is not None and "owned by another claim" in out.fatal.message

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging as stdlogging
+
 import click
 from crossplane.function import cli as sdkcli
 
-from function.fn import FunctionRunner
+from function import metrics
+from function.fn import FunctionRunner, ensure_context_logging
 from function.ocm.cache import Cache
 from function.sources import SourceFactory
 
@@ -28,10 +31,43 @@ from function.sources import SourceFactory
     envvar="SACK8S_CACHE_BYTES",
     help="Memory cap of the digest-keyed cache (descriptors, manifests, blobs).",
 )
-def serve(tag_ttl: float, cache_bytes: int, **kwargs: object) -> None:
+@click.option(
+    "--metrics-address",
+    default=None,
+    envvar=metrics.ENV_ADDRESS,
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9090). Off by default.",
+)
+def serve(tag_ttl: float, cache_bytes: int, metrics_address: str | None, **kwargs: object) -> None:
     """Serve RunFunction over gRPC (--insecure, --tls-certs-dir, --address, --debug)."""
+    if metrics_address:
+        try:
+            metrics.parse_address(metrics_address)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--metrics-address") from None
     cache = Cache(ttl=tag_ttl, max_bytes=cache_bytes)
-    sdkcli.run(FunctionRunner(sources=SourceFactory(cache=cache)), **kwargs)  # type: ignore[arg-type]
+    runner = FunctionRunner(sources=SourceFactory(cache=cache))
+    if kwargs.get("debug"):
+        stdlogging.getLogger("function").setLevel(stdlogging.DEBUG)
+    if metrics_address:
+        metrics.start_server(metrics_address)
+    _run(runner, **kwargs)
+
+
+def _run(runner: FunctionRunner, **kwargs: object) -> None:
+    """``sdkcli.run`` with the request context merged into every log line."""
+    from crossplane.function import logging as sdklogging
+
+    original = sdklogging.configure
+
+    def configure(level: sdklogging.Level = sdklogging.Level.INFO) -> None:
+        original(level)
+        ensure_context_logging()
+
+    sdkcli.logging.configure = configure  # type: ignore[attr-defined]
+    try:
+        sdkcli.run(runner, **kwargs)  # type: ignore[arg-type]
+    finally:
+        sdkcli.logging.configure = original  # type: ignore[attr-defined]
 
 
 COMMANDS = [serve]

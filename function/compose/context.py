@@ -70,7 +70,9 @@ class Context:
 
     @property
     def flux_name(self) -> str:
-        return names.fit(self.identity.base, names.SUBDOMAIN_MAX)
+        # Flux writes this name into a label (helm.toolkit.fluxcd.io/name,
+        # kustomize.toolkit.fluxcd.io/name) on everything it applies: label values stop at 63.
+        return names.fit(self.identity.base, names.LABEL_VALUE_MAX)
 
     @property
     def release_name(self) -> str:

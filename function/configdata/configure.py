@@ -18,12 +18,14 @@ Errors name the value path and the schema rule, and never echo a large value.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any, Mapping
 
 import jsonschema
 from jsonschema.exceptions import SchemaError
 
+from function.configdata.memo import VALIDATORS
 from function.configdata.model import ConfigData
 from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
@@ -72,6 +74,20 @@ def _message(err: jsonschema.ValidationError) -> str:
 
 
 def validator_for(schema: Any) -> jsonschema.protocols.Validator:
+    """A checked validator for ``schema``; memoised by the schema's canonical JSON."""
+    try:
+        key: Any = ("schema", json.dumps(schema, sort_keys=True, separators=(",", ":")))
+    except (TypeError, ValueError):
+        key = None
+    v = VALIDATORS.get(key) if key is not None else None
+    if v is None:
+        v = _validator_for(schema)
+        if key is not None:
+            VALIDATORS.put(key, v, 4 * len(key[1]) + 2000)
+    return v
+
+
+def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
     where = "ConfigData configuration.schema"
     if not isinstance(schema, (dict, bool)):
         raise InvalidConfigData(where, f"must be a JSON Schema object, got {type(schema).__name__}")

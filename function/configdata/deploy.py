@@ -12,11 +12,15 @@ rules exist but none applies, that is a warning (probably a wrong ``file``).
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping
+from types import MappingProxyType
+from typing import Any, Callable, Hashable, Literal, Mapping
 
 from function.configdata import helm, kustomize
 from function.configdata.engine import plan
+from function.configdata.memo import DIGESTS, MUTATIONS, approx_size, digest, files_digest
 from function.configdata.model import parse_configdata
 from function.configdata.paths import format_path
 from function.configdata.plain import plain
@@ -43,6 +47,8 @@ class Trace:
 
 @dataclass(frozen=True)
 class FluxMutation:
+    """What the ConfigData does to one Flux object. Memoised and shared: never mutate it."""
+
     helm_values: Mapping[str, Any] = field(default_factory=dict)
     kustomize_patches: tuple[Mapping[str, Any], ...] = ()
     trace: tuple[Trace, ...] = ()
@@ -82,6 +88,102 @@ def mutation_for(
     """
     if flavour not in ("helm", "kustomize"):
         raise ValueError(f"unknown flavour {flavour!r}")
+    key = _memo_key(flavour, configdata, component, files, values, configdata_name, locate)
+    if key is not None:
+        hit = MUTATIONS.get(key)
+        # The key holds the descriptor digest; the component itself is compared too, so two
+        # different descriptors that claim one digest (hand-made ones) never share an entry.
+        if hit is not None and (hit[0] is component or hit[0] == component):
+            return hit[1]
+    result = _checked(flavour, configdata, component, files, values, configdata_name, locate)
+    if key is not None:
+        MUTATIONS.put(key, (component, result), _size(result))
+    return result
+
+
+def _locate_key(locate: Locate | None) -> Hashable | None:
+    """A key for the ``locate`` function: only ``None`` or a ``functools.partial`` of hashable parts."""
+    if locate is None:
+        return ("default",)
+    if isinstance(locate, functools.partial):
+        try:
+            k = (locate.func, locate.args, tuple(sorted(locate.keywords.items())))
+            hash(k)
+            return k
+        except TypeError:
+            return None
+    return None
+
+
+def _memo_key(
+    flavour: Flavour,
+    configdata: bytes,
+    component: ComponentVersion,
+    files: Mapping[str, bytes],
+    values: Mapping[str, Any] | None,
+    configdata_name: str,
+    locate: Locate | None,
+) -> Hashable | None:
+    """Content key of everything the mutation depends on, or None (then it is not memoised).
+
+    The mutation is a pure function of: the flavour, the ConfigData bytes, the component
+    (name, version, descriptor digest, registry it is read from), the deployable's files,
+    the values and how images are located. All of it is in the key, by content.
+    """
+    lk = _locate_key(locate)
+    if lk is None or not component.descriptor_digest:
+        return None
+    if not _json_like(values, 0):
+        return None
+    vk = json.dumps(values, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return (
+        flavour,
+        _digest_of(configdata, digest),
+        _digest_of(files, files_digest),
+        digest(vk),
+        configdata_name,
+        lk,
+        component.name,
+        component.version,
+        component.descriptor_digest,
+        component.repository,
+    )
+
+
+def _digest_of(obj: Any, compute: Callable[[Any], bytes]) -> bytes:
+    """Immutable inputs (bytes, a read-only file map of bytes) are hashed once per object."""
+    if isinstance(obj, bytes) or (isinstance(obj, MappingProxyType) and all(type(v) is bytes for v in obj.values())):
+        return DIGESTS.get(obj, compute)
+    return compute(obj)
+
+
+def _json_like(v: Any, depth: int) -> bool:
+    """Plain JSON data only (string keys, exact scalar types), so its JSON text is a faithful key."""
+    if depth > 100:
+        return False
+    t = type(v)
+    if t is dict:
+        return all(type(k) is str and _json_like(x, depth + 1) for k, x in v.items())
+    if t is list:
+        return all(_json_like(x, depth + 1) for x in v)
+    return v is None or t in (str, int, float, bool)
+
+
+def _size(m: FluxMutation) -> int:
+    return 500 + approx_size(m.helm_values) + sum(approx_size(p) for p in m.kustomize_patches) + sum(
+        300 + approx_size(t.value) + approx_size(t.old) + len(t.path) for t in m.trace
+    ) + approx_size(list(m.warnings)) + approx_size(list(m.skipped))
+
+
+def _checked(
+    flavour: Flavour,
+    configdata: bytes,
+    component: ComponentVersion,
+    files: Mapping[str, bytes],
+    values: Mapping[str, Any] | None,
+    configdata_name: str,
+    locate: Locate | None,
+) -> FluxMutation:
     try:
         return _mutation_for(flavour, configdata, component, files, values, configdata_name, locate)
     except SackError as e:

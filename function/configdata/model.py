@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from function.configdata.memo import CONFIGDATA, digest
 from function.errors import InvalidConfigData
 from function.yamlio import YamlError, load_one
 
@@ -120,7 +121,20 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 
 def parse_configdata(data: bytes | str, name: str = "ConfigData") -> ConfigData:
-    """Load (with the YAML safety caps) and validate one ConfigData document."""
+    """Load (with the YAML safety caps) and validate one ConfigData document.
+
+    Memoised by content (:mod:`function.configdata.memo`): the model is frozen and shared,
+    so callers must not mutate the containers inside it (the engine copies what it changes).
+    """
+    key = (digest(data), name)
+    cd = CONFIGDATA.get(key)
+    if cd is None:
+        cd = _parse_configdata(data, name)
+        CONFIGDATA.put(key, cd, 4 * len(data) + 1000)
+    return cd
+
+
+def _parse_configdata(data: bytes | str, name: str) -> ConfigData:
     try:
         doc = load_one(data, name)
     except YamlError as e:

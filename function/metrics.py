@@ -1,0 +1,166 @@
+"""Prometheus metrics for ``sack8s serve`` (opt-in: ``--metrics-address`` / ``SACK8S_METRICS_ADDRESS``).
+
+Counters are always kept (they cost a dictionary update per request); they are only
+*exposed* when the server is started with a metrics address. Everything lives in one
+private :class:`prometheus_client.CollectorRegistry`, so no process or platform collector
+leaks in and tests can read values without a server.
+
+=========================================  =====================================================
+``sack8s_requests_total{outcome}``          RunFunction calls: ``composed``, ``fatal``, ``waiting``
+                                            (requirements not resolved yet)
+``sack8s_request_duration_seconds``         RunFunction latency (histogram)
+``sack8s_results_total{severity,reason}``   Results returned: ``Fatal``/``Warning``/``Normal`` by reason
+``sack8s_registry_request_duration_seconds``
+  ``{outcome}``                             one registry GET (auth round trips and redirects
+                                            included), ``ok`` or ``error``
+``sack8s_cache_*_total``                    the digest/TTL cache: hits, misses, coalesced,
+                                            evictions, expirations, registry_requests
+``sack8s_cache_bytes``                      bytes held by the digest-keyed cache
+=========================================  =====================================================
+
+Label values are bounded: severities are three, reasons come from the error classes
+(``function/errors.py``) and the core's notes, never from user text.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+import weakref
+from typing import Any, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+ENV_ADDRESS = "SACK8S_METRICS_ADDRESS"
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+REQUESTS = Counter(
+    "sack8s_requests", "RunFunction requests by outcome (composed, fatal, waiting).", ["outcome"], registry=REGISTRY
+)
+DURATION = Histogram(
+    "sack8s_request_duration_seconds",
+    "RunFunction latency in seconds.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    registry=REGISTRY,
+)
+RESULTS = Counter(
+    "sack8s_results", "Results returned by RunFunction, by severity and reason.", ["severity", "reason"], registry=REGISTRY
+)
+REGISTRY_LATENCY = Histogram(
+    "sack8s_registry_request_duration_seconds",
+    "Latency of one registry GET (authentication round trips and redirects included).",
+    ["outcome"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    registry=REGISTRY,
+)
+
+_SEVERITY = {0: "Unspecified", 1: "Fatal", 2: "Warning", 3: "Normal"}
+
+
+def severity_name(value: int) -> str:
+    return _SEVERITY.get(int(value), "Unspecified")
+
+
+def observe_request(outcome: str, seconds: float, results: Iterable[tuple[int, str]]) -> None:
+    """Record one RunFunction call: its outcome, duration and every (severity, reason) result."""
+    REQUESTS.labels(outcome).inc()
+    DURATION.observe(seconds)
+    for severity, reason in results:
+        RESULTS.labels(severity_name(severity), reason or "Unspecified").inc()
+
+
+# -- cache statistics ----------------------------------------------------------------------
+
+_caches: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_STAT_FIELDS = ("hits", "misses", "coalesced", "evictions", "expirations", "registry_requests")
+
+
+def watch_cache(cache: Any) -> None:
+    """Expose ``cache.stats`` (function.ocm.cache.Cache) through the metrics endpoint."""
+    _caches.add(cache)
+
+
+class _CacheCollector(Collector):
+    def collect(self):  # type: ignore[override]
+        caches = list(_caches)
+        for name in _STAT_FIELDS:
+            fam = CounterMetricFamily(f"sack8s_cache_{name}", f"Component cache: {name.replace('_', ' ')}.")
+            fam.add_metric([], float(sum(getattr(c.stats, name, 0) for c in caches)))
+            yield fam
+        size = GaugeMetricFamily("sack8s_cache_bytes", "Bytes held by the digest-keyed component cache.")
+        size.add_metric([], float(sum(getattr(c, "size_bytes", 0) for c in caches)))
+        yield size
+
+
+REGISTRY.register(_CacheCollector())
+
+
+# -- registry latency ----------------------------------------------------------------------
+
+_instrumented = False
+_lock = threading.Lock()
+
+
+def instrument_registry_client() -> bool:
+    """Time every ``RegistryClient.get`` (the OCI client's one entry point for a registry GET).
+
+    Wraps the method once per process, like an auto-instrumentation agent would, so the OCI
+    client needs no metrics dependency. Returns False when the client is not importable or
+    has no ``get`` (then no registry latency is recorded; a test guards against that).
+    """
+    global _instrumented
+    with _lock:
+        if _instrumented:
+            return True
+        try:
+            from function.ocm.oci.client import RegistryClient
+        except ImportError:
+            return False
+        original = getattr(RegistryClient, "get", None)
+        if original is None:
+            return False
+
+        @functools.wraps(original)
+        async def timed_get(self: Any, *args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            outcome = "error"
+            try:
+                result = await original(self, *args, **kwargs)
+                outcome = "ok"
+                return result
+            finally:
+                REGISTRY_LATENCY.labels(outcome).observe(time.perf_counter() - started)
+
+        timed_get.__sack8s_instrumented__ = True  # type: ignore[attr-defined]
+        RegistryClient.get = timed_get  # type: ignore[method-assign]
+        _instrumented = True
+        return True
+
+
+# -- exposition ----------------------------------------------------------------------------
+
+
+def exposition() -> bytes:
+    """The current metrics in the Prometheus text format."""
+    return generate_latest(REGISTRY)
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``host:port``, ``[v6]:port`` or ``:port`` (all interfaces)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"metrics address {address!r} must be HOST:PORT")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port)
+
+
+def start_server(address: str) -> tuple[Any, Any]:
+    """Serve ``/metrics`` on ``address`` in a daemon thread; returns (server, thread)."""
+    from prometheus_client import start_http_server
+
+    host, port = parse_address(address)
+    return start_http_server(port, addr=host, registry=REGISTRY)

@@ -1,0 +1,310 @@
+"""The performance caches (issue 11) are keyed by content or carry a TTL, and invalidate.
+
+Every warm-path cache must give exactly what recomputing would, and change as soon as its
+input changes: the ConfigData model, the compiled schema, parsed YAML (round-trip and
+plain), the whole Flux mutation, the loaded component (by descriptor digest), and the tag
+list (by TTL). No timing here: the benchmark suite is benchmarks/run.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from function.api.claim import Spec
+from function.configdata import memo
+from function.configdata.configure import validator_for
+from function.configdata.deploy import mutation_for
+from function.configdata.model import parse_configdata
+from function.configdata.yamlfile import apply, dump_file, load_file
+from function.errors import InvalidConfigData, InvalidValues
+from function.fn import parse_policy
+from function.ocm.cache import Cache
+from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
+from function.render import input_from_composition, load_docs
+from function.sources import SourceFactory, claim_repository
+from function.yamlio import YamlError, load_all
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data" / "configdata" / "backend"
+D = "sha256:" + "11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo():
+    memo.clear_all()
+    yield
+    memo.clear_all()
+
+
+def cv(ref: str = f"r.io:5000/team/app:1@{D}", digest: str = "sha256:" + "0" * 64) -> ComponentVersion:
+    img = Resource("image", "1", "ociImage", "external", {"type": "ociArtifact", "imageReference": ref}, MappingProxyType({}))
+    return ComponentVersion(Descriptor("acme.org/app", "1", "acme", (img,)), Repository("r.io:5000"), digest)
+
+
+CONFIG = """apiVersion: config.ocm.software/v1alpha1
+kind: ConfigData
+localization:
+  - file: deploy.yaml
+    image: spec.template.spec.containers[0].image
+    resource: {name: image}
+configuration:
+  defaults: {replicas: 1, message: hello}
+  schema:
+    type: object
+    properties: {replicas: {type: integer}, message: {type: string}}
+  rules:
+    - {value: (( replicas )), file: deploy.yaml, path: spec.replicas}
+    - {value: (( message )), file: deploy.yaml, path: metadata.labels.message}
+"""
+DEPLOY = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app  # the app
+  labels: {app: app}
+spec:
+  replicas: 1
+  template:
+    spec:
+      containers:
+        - name: app
+          image: "example.org/app:0.1"
+"""
+
+
+def patches(m) -> list[Any]:
+    return [json.loads(p["patch"]) for p in m.kustomize_patches]
+
+
+# -- the Flux mutation ---------------------------------------------------------------------
+
+
+def test_mutation_is_memoised_and_equal_to_a_fresh_computation():
+    files = {"deploy.yaml": DEPLOY.encode()}
+    first = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
+    hits = memo.MUTATIONS.stats.hits
+    again = mutation_for("kustomize", CONFIG.encode(), cv(), dict(files), {"replicas": 3})
+    assert again is first  # served from the memo (equal component, same content)
+    assert memo.MUTATIONS.stats.hits == hits + 1
+    memo.clear_all()
+    fresh = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
+    assert fresh == first and fresh is not first
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["configdata", "files", "values", "flavour-values", "component", "same-digest-other-descriptor", "name"],
+)
+def test_mutation_changes_with_every_input(change: str):
+    files = {"deploy.yaml": DEPLOY.encode()}
+    base = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
+    args: dict[str, Any] = {"configdata": CONFIG.encode(), "component": cv(), "files": files, "values": {"replicas": 3}}
+    name = "ConfigData"
+    if change == "configdata":
+        args["configdata"] = CONFIG.replace("hello", "bonjour").encode()
+    elif change == "files":
+        args["files"] = {"deploy.yaml": DEPLOY.replace("name: app ", "name: other ").encode()}
+    elif change == "values":
+        args["values"] = {"replicas": 4}
+    elif change == "flavour-values":
+        args["values"] = {"replicas": 3, "message": "hi"}
+    elif change == "component":
+        args["component"] = cv(ref=f"r.io:5000/team/other:1@{D}", digest="sha256:" + "1" * 64)
+    elif change == "same-digest-other-descriptor":  # hand-made descriptors may share a digest string
+        args["component"] = cv(ref=f"r.io:5000/team/other:1@{D}")
+    elif change == "name":
+        name = "ConfigData (resource other)"
+        args["configdata"] = CONFIG.replace("(( message ))", "(( nope ))").encode()
+    if change == "name":
+        with pytest.raises(InvalidConfigData, match=r"ConfigData \(resource other\)"):
+            mutation_for("kustomize", args["configdata"], args["component"], args["files"], args["values"], configdata_name=name)
+        return
+    got = mutation_for("kustomize", args["configdata"], args["component"], args["files"], args["values"])
+    assert got != base
+    memo.clear_all()
+    assert got == mutation_for("kustomize", args["configdata"], args["component"], args["files"], args["values"])
+
+
+def test_values_that_json_cannot_tell_apart_are_not_memoised_together():
+    from function.configdata.deploy import _memo_key
+
+    def key(values: Any) -> Any:
+        return _memo_key("kustomize", CONFIG.encode(), cv(), {"deploy.yaml": DEPLOY.encode()}, values, "ConfigData", None)
+
+    assert key({1: "x"}) is None  # JSON would turn the key 1 into "1": such values are not memoised
+    assert key({"a": (1, 2)}) is None  # a tuple would become a list
+    assert key({"1": "x"}) is not None
+    assert len({key({"a": 1}), key({"a": True}), key({"a": 1.0}), key({"a": "1"})}) == 4
+
+
+def test_errors_are_never_cached():
+    bad = CONFIG.replace("type: integer", "type: string").encode()
+    files = {"deploy.yaml": DEPLOY.encode()}
+    for _ in range(2):
+        with pytest.raises(InvalidValues):
+            mutation_for("kustomize", bad, cv(), files, {"replicas": 3})
+    assert len(memo.MUTATIONS) == 0
+
+
+def test_a_cached_mutation_is_not_changed_by_its_users():
+    """compose copies what it changes; the memoised object stays what the engine computed."""
+    from function.render import render
+
+    xr = load_docs([REPO / "examples/xr-kustomize.yaml"])[0]
+    policy = input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "c")
+    policy["mirrors"][0]["path"] = str(REPO / policy["mirrors"][0]["path"])
+    hits = memo.MUTATIONS.stats.hits
+    outs = [asyncio.run(render(xr, policy)).yaml() for _ in range(3)]
+    assert outs[0] == outs[1] == outs[2]
+    assert memo.MUTATIONS.stats.hits >= hits + 2
+
+
+# -- parsing memos ---------------------------------------------------------------------------
+
+
+def test_configdata_model_follows_content():
+    a = parse_configdata(CONFIG.encode(), "cd")
+    assert parse_configdata(CONFIG.encode(), "cd") is a
+    b = parse_configdata(CONFIG.replace("hello", "bonjour").encode(), "cd")
+    assert b is not a and b.configuration.defaults["message"] == "bonjour"
+    for _ in range(2):  # an invalid file is refused every time, naming the file
+        with pytest.raises(InvalidConfigData, match="cd"):
+            parse_configdata(CONFIG.replace("ConfigData", "Other").encode(), "cd")
+
+
+def test_validator_follows_the_schema():
+    s1 = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    assert validator_for(s1) is validator_for(json.loads(json.dumps(s1)))
+    s2 = {"type": "object", "properties": {"a": {"type": "string"}}}
+    assert validator_for(s2) is not validator_for(s1)
+    assert not validator_for(s2).is_valid({"a": 1})
+
+
+def test_round_trip_files_are_fresh_copies_and_follow_content():
+    f1 = load_file(DEPLOY, "deploy.yaml")
+    f1.docs[0]["spec"]["replicas"] = 99
+    f2 = load_file(DEPLOY, "deploy.yaml")
+    assert f2.docs[0]["spec"]["replicas"] == 1  # the memo is not touched by an edit
+    assert dump_file(f2) == DEPLOY  # comments and quotes survive the copy
+    f3 = load_file(DEPLOY.replace("replicas: 1", "replicas: 2"), "deploy.yaml")
+    assert f3.docs[0]["spec"]["replicas"] == 2
+    with pytest.raises(YamlError):
+        load_file("a: [", "broken.yaml")
+    with pytest.raises(YamlError):
+        load_file("a: [", "broken.yaml")
+
+
+def test_applying_to_a_copy_equals_applying_to_a_fresh_parse():
+    from function.configdata.engine import plan
+
+    cd = parse_configdata(CONFIG.encode())
+    p = plan(cd, component=cv(), values={"replicas": 5})
+    outs = []
+    for _ in range(2):
+        memo.YAML_FILES.clear() if not outs else None
+        f = load_file(DEPLOY, "deploy.yaml")
+        for sub in p.substitutions:
+            apply(f, sub)
+        outs.append(dump_file(f))
+    assert outs[0] == outs[1] and "replicas: 5" in outs[0]
+
+
+def test_plain_yaml_streams_are_fresh_copies():
+    a = load_all("a: {b: [1, 2]}\n---\nc: 1\n", "x")
+    a[0]["a"]["b"].append(3)
+    assert load_all("a: {b: [1, 2]}\n---\nc: 1\n", "x") == [{"a": {"b": [1, 2]}}, {"c": 1}]
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(6)
+    )
+    for _ in range(2):  # the alias-bomb cap still holds, on every call
+        with pytest.raises(YamlError, match="alias bomb"):
+            load_all(bomb, "bomb.yaml")
+
+
+def test_memo_is_bounded():
+    m = memo.Memo("t", max_entries=3, max_bytes=1000)
+    for i in range(5):
+        m.put(i, i, 10)
+    assert len(m) == 3 and m.get(0) is None and m.get(4) == 4 and m.stats.evictions == 2
+    m.put("big", 1, 600)
+    m.put("big2", 1, 600)
+    assert m.get("big") is None and m.size_bytes <= 1000
+
+
+# -- the loaded component (descriptor digest) and the tag list (TTL) -------------------------
+
+
+class CountingSource:
+    """Wraps a real source: counts reads and can pretend the descriptor was re-pushed."""
+
+    def __init__(self, inner: Any, digest: str | None) -> None:
+        self.inner, self.digest, self.blobs, self.lists = inner, digest, 0, 0
+
+    async def list_versions(self, component: str) -> list[str]:
+        self.lists += 1
+        return await self.inner.list_versions(component)
+
+    async def get(self, component: str, version: str) -> ComponentVersion:
+        got = await self.inner.get(component, version)
+        return dataclasses.replace(got, descriptor_digest=self.digest) if self.digest else got
+
+    async def blob(self, cv: ComponentVersion, digest: str, media_type: str) -> bytes:
+        self.blobs += 1
+        return await self.inner.blob(cv, digest, media_type)
+
+
+class Factory(SourceFactory):
+    digest: str | None = None
+    last: CountingSource | None = None
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        self.last = CountingSource(super().open(*args, **kwargs), self.digest)
+        return self.last
+
+
+def test_loaded_component_is_cached_by_descriptor_digest():
+    xr = load_docs([REPO / "examples/xr.yaml"])[0]
+    policy = parse_policy(input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "c"))
+    spec = Spec.model_validate(xr["spec"])
+    repo = claim_repository(spec)
+    f = Factory(cache=Cache())
+
+    def load() -> Any:
+        return asyncio.run(f.load(spec, policy, repo, status={}, credentials={}, base_dir=REPO))
+
+    first = load()
+    assert f.last.blobs > 0
+    second = load()
+    assert second is first and f.last.blobs == 0  # warm: nothing read, nothing extracted
+    f.digest = "sha256:" + "ab" * 32  # the same version re-pushed with another descriptor
+    third = load()
+    assert third is not first and f.last.blobs > 0
+    assert third.contents == first.contents
+
+
+def test_tag_list_expires_after_its_ttl():
+    now = [0.0]
+    cache = Cache(ttl=60, clock=lambda: now[0])
+    calls = []
+
+    async def fetch() -> tuple[str, ...]:
+        calls.append(1)
+        return ("1.0.0",)
+
+    async def go() -> None:
+        await cache.short_lived(("tags", "h", "r"), fetch)
+        now[0] = 59.0
+        await cache.short_lived(("tags", "h", "r"), fetch)
+        assert len(calls) == 1
+        now[0] = 60.5
+        await cache.short_lived(("tags", "h", "r"), fetch)
+        assert len(calls) == 2
+
+    asyncio.run(go())
