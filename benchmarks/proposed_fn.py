@@ -64,8 +64,9 @@ def _xr(res: struct_pb2.Struct) -> dict[str, Any]:
 
 def _replace(method: str, old: str, new: str) -> None:
     src = inspect.getsource(getattr(fnmod.FunctionRunner, method))
-    if old not in src:
-        raise SystemExit(f"fn.py changed: the proposed patch no longer applies to {method}")
+    if old not in src:  # applied already (or fn.py moved on): serve fn.py as it is
+        print(f"proposed_fn: {method} has no {old!r}; serving fn.py unchanged there", file=sys.stderr)
+        return
     ns: dict[str, Any] = {}
     exec(textwrap.dedent(src.replace(old, new)), fnmod.__dict__, ns)  # noqa: S102
     setattr(fnmod.FunctionRunner, method, ns[method])

@@ -175,17 +175,28 @@ def pythonic_bin(quick: bool) -> str | None:
     exe = venv / "bin" / "function-pythonic"
     if exe.exists():
         return str(exe)
-    py = os.environ.get("SACK8S_PY312")
-    cands = [py] if py else []
-    cands += [shutil.which(f"python3.{m}") for m in (13, 12)]
-    cands += sorted(str(p) for p in Path("/root/.pyenv/versions").glob("3.1[2-9]*/bin/python3"))
-    py = next((c for c in cands if c and Path(c).exists()), None)
+    cands = [os.environ.get("SACK8S_PY312")]
+    cands += sorted((str(p) for p in Path("/root/.pyenv/versions").glob("3.12*/bin/python3")), reverse=True)
+    cands += [shutil.which("python3.12"), shutil.which("python3")]
+    cands += sorted(str(p) for p in Path("/root/.pyenv/versions").glob("3.1[3-9]*/bin/python3"))
+    cands += [shutil.which("python3.13")]
+    py = next((c for c in cands if c and _is_py312(c)), None)
     if py is None:
         return None
     print(f"creating the pythonic peer's virtualenv with {py} ...", flush=True)
-    subprocess.run([py, "-m", "venv", str(venv)], check=True)
+    if subprocess.run([py, "-m", "venv", "--clear", str(venv)]).returncode != 0:
+        return None
     r = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"crossplane-function-pythonic=={PYTHONIC_VERSION}"])
     return str(exe) if r.returncode == 0 and exe.exists() else None
+
+
+def _is_py312(exe: str) -> bool:
+    """A Python that really runs (pyenv shims may not) and is >= 3.12."""
+    try:
+        r = subprocess.run([exe, "-c", "import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
 
 
 def go_templating_bin() -> str | None:
@@ -454,7 +465,8 @@ def plot(path: Path, results: dict[str, Any], scaling: dict[str, Any], caption: 
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [3, 2]})
-    ws = list(results)
+    order = list(wl.SIZES)
+    ws = sorted(results, key=lambda w: order.index(w) if w in order else len(order))
     servers = [s for s in (*SERVERS[:1], PROPOSED, *SERVERS[1:]) if any(s in results[w] for w in ws)]
     width = 0.8 / max(1, len(servers))
     colors = {"sack8s": "#1f77b4", PROPOSED: "#9ecae1", "floor": "#7f7f7f", "pythonic": "#2ca02c", "go-templating": "#d62728"}
@@ -473,14 +485,16 @@ def plot(path: Path, results: dict[str, Any], scaling: dict[str, Any], caption: 
     a.set_title("CPU per request over gRPC (label: × floor, same run)")
     a.legend(fontsize=8)
     if scaling:
-        for s, pts in scaling["series"].items():
+        for s, pts in sorted(scaling["series"].items(), key=lambda kv: (*SERVERS[:1], PROPOSED, *SERVERS[1:]).index(kv[0])):
             b.loglog(pts["factor"], pts["cpu_ms"], "o-", label=f"{s} (exponent {pts['exponent']:.2f})", color=colors.get(s))
         b.set_xlabel("size factor (namespaces, secrets, images, rules each ×f)")
         b.set_ylabel("server CPU ms per request")
         b.set_title("scaling")
         b.legend(fontsize=8)
-    fig.text(0.01, 0.01, caption, fontsize=7, family="monospace")
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    cmd, _, rest = caption.partition("  |  ")
+    fig.text(0.01, 0.035, cmd, fontsize=7, family="monospace")
+    fig.text(0.01, 0.01, rest, fontsize=7, family="monospace")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
 

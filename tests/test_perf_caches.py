@@ -238,6 +238,27 @@ def test_memo_is_bounded():
     assert m.get("big") is None and m.size_bytes <= 1000
 
 
+def test_identity_digests_follow_the_object_and_are_bounded():
+    d = memo.IdentityDigests(max_entries=2, max_bytes=100)
+    calls = []
+
+    def compute(o: Any) -> bytes:
+        calls.append(o)
+        return memo.files_digest(o)
+
+    a, b, c = (MappingProxyType({"f": bytes([i]) * 10}) for i in range(3))
+    assert d.get(a, compute) == memo.files_digest(a) and d.get(a, compute) == memo.files_digest(a)
+    assert len(calls) == 1  # the same object: hashed once
+    twin = MappingProxyType(dict(a))
+    assert d.get(twin, compute) == memo.files_digest(a) and len(calls) == 2  # an equal object is hashed itself
+    d.get(b, compute), d.get(c, compute)
+    d.get(a, compute)
+    assert len(calls) == 5  # a was evicted (two entries at most)
+    big = b"x" * 200
+    d.get(big, memo.digest), d.get(big, memo.digest)  # larger than the budget: computed, never kept
+    assert all(entry[0] is not big for entry in d._data.values())
+
+
 # -- the loaded component (descriptor digest) and the tag list (TTL) -------------------------
 
 

@@ -47,28 +47,41 @@ class IdentityDigests:
     """Content digests remembered per *object* (``is``), for inputs that are the same object on
     every warm request (the cached component's file maps and ConfigData bytes): hashing them
     again would cost more than the rest of the key. Holds a strong reference, so an id is never
-    reused while its entry lives; bounded, oldest dropped first."""
+    reused while its entry lives; bounded by entries and by the bytes it keeps alive, oldest
+    dropped first."""
 
-    def __init__(self, max_entries: int = 1024) -> None:
+    def __init__(self, max_entries: int = 256, max_bytes: int = 32 * 1024 * 1024) -> None:
         self.max_entries = max_entries
-        self._data: OrderedDict[int, tuple[Any, bytes]] = OrderedDict()
+        self.max_bytes = max_bytes
+        self._data: OrderedDict[int, tuple[Any, bytes, int]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def get(self, obj: Any, compute: Any) -> bytes:
         with self._lock:
             hit = self._data.get(id(obj))
             if hit is not None and hit[0] is obj:
+                self._data.move_to_end(id(obj))
                 return hit[1]
         d = compute(obj)
+        n = len(obj) if isinstance(obj, (bytes, str)) else sum(len(v) for v in obj.values())
+        if n > self.max_bytes:
+            return d
         with self._lock:
-            self._data[id(obj)] = (obj, d)
-            while len(self._data) > self.max_entries:
-                self._data.popitem(last=False)
+            old = self._data.pop(id(obj), None)
+            if old is not None:
+                self._bytes -= old[2]
+            self._data[id(obj)] = (obj, d, n)
+            self._bytes += n
+            while self._data and (len(self._data) > self.max_entries or self._bytes > self.max_bytes):
+                _, (_, _, m) = self._data.popitem(last=False)
+                self._bytes -= m
         return d
 
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self._bytes = 0
 
 
 @dataclass

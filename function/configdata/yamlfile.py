@@ -137,6 +137,9 @@ def _styled(old: Any, new: Any) -> Any:
         for style in (DoubleQuotedScalarString, SingleQuotedScalarString, LiteralScalarString, FoldedScalarString):
             if isinstance(old, style) and (style not in (LiteralScalarString, FoldedScalarString) or "\n" in new):
                 return style(new)
+        if len(new) > 1 and new[0] in "?:" and new[1] not in " \t":
+            # ruamel writes '?0' / ':0' plain, which its own parser refuses inside flow collections
+            return DoubleQuotedScalarString(new)
     if isinstance(new, dict):
         m = CommentedMap()
         for k, v in new.items():
