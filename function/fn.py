@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging as stdlogging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import grpc
 import structlog
@@ -24,13 +25,12 @@ from pydantic import ValidationError
 from function import metrics
 from function.api.claim import Spec
 from function.api.policy import Policy
-from function.compose import core
+from function.compose import admission, core
 from function.compose.identity import identity_of
 from function.errors import InvalidClaim, InvalidPolicy, SackError
-from function.compose import admission
+from function.requirements import requirements_for
 from function.sources import SourceFactory, claim_repository
 from function.structs import to_dict
-from function.requirements import Requirements, requirements_for
 
 # Fields Crossplane itself keeps in an XR's spec; they are not part of our API.
 CROSSPLANE_SPEC_FIELDS = {

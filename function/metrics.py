@@ -28,7 +28,8 @@ import functools
 import threading
 import time
 import weakref
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -75,7 +76,7 @@ def observe_request(outcome: str, seconds: float, results: Iterable[tuple[int, s
 
 # -- cache statistics ----------------------------------------------------------------------
 
-_caches: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_caches: weakref.WeakSet[Any] = weakref.WeakSet()
 _STAT_FIELDS = ("hits", "misses", "coalesced", "evictions", "expirations", "registry_requests")
 
 

@@ -5,9 +5,9 @@ Profiles (``SACK8S_HYPOTHESIS_PROFILE``, default ``short``):
 ``short``  the default test run: a few dozen examples per property, seconds in total.
 ``long``   CI's reliability stage: 10,000 examples per property (50 steps per state-machine
            run, 10,000 runs would be too many: ``long`` uses 300 state-machine runs) with a
-           wall-clock cap per property (``SACK8S_HYPOTHESIS_BUDGET`` seconds, default 300):
+           wall-clock cap per property (``SACK8S_HYPOTHESIS_BUDGET`` seconds, default 180):
            once a property has run that long, the remaining examples are drawn but not
-           executed (``Budget.spent``) and the count actually executed is printed.
+           executed (``Budget.spent``) and the count actually executed is printed (run with ``-s``).
 
 Profiles are applied with ``@settings(PROFILE)`` on our own tests only, never loaded
 globally, so other modules' Hypothesis settings are not changed by importing this one.
@@ -43,13 +43,13 @@ PROFILE = settings.get_profile(PROFILE_NAME)
 LONG = PROFILE_NAME == "long"
 # State machines: each run is up to stateful_step_count reconciles.
 STATEFUL = settings(PROFILE, max_examples=300 if LONG else 10)
-BUDGET_SECONDS = float(os.environ.get("SACK8S_HYPOTHESIS_BUDGET", "300"))
+BUDGET_SECONDS = float(os.environ.get("SACK8S_HYPOTHESIS_BUDGET", "180"))
 
 
 class Budget:
     """Counts executed examples of one property and stops executing them past the time cap."""
 
-    registry: dict[str, "Budget"] = {}
+    registry: dict[str, Budget] = {}
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -57,15 +57,19 @@ class Budget:
         self.executed = 0
         self.skipped = 0
         self.outcomes: dict[str, int] = {}
+        self.failed = False
         Budget.registry[name] = self
 
     def count(self, outcome: str) -> None:
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
 
     def spent(self) -> bool:
+        if self.failed:  # once an example failed, shrinking must replay examples: no cap any more
+            return False
         now = time.monotonic()
         if self.started is None:
             self.started = now
+        self.last = now
         if now - self.started > BUDGET_SECONDS:
             self.skipped += 1
             return True
@@ -73,9 +77,29 @@ class Budget:
         return False
 
     def report(self) -> str:
-        took = time.monotonic() - (self.started or time.monotonic())
+        took = getattr(self, "last", time.monotonic()) - (self.started or time.monotonic())
         return (f"{self.name}: {self.executed} examples executed, {self.skipped} past the {BUDGET_SECONDS:g}s cap, "
                 f"{took:.1f}s, outcomes {dict(sorted(self.outcomes.items()))}")
+
+    def capped(self, fn: Any) -> Any:
+        """Decorate a property (under ``@given``): skip examples past the cap; once one fails,
+        turn the cap off for good so Hypothesis can replay and shrink it."""
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if self.spent():
+                return None
+            from hypothesis.errors import HypothesisException
+
+            try:
+                return fn(*args, **kwargs)
+            except HypothesisException:  # reject()/assume(): not a failure
+                raise
+            except Exception:  # not StopTest (a BaseException Hypothesis uses internally)
+                self.failed = True
+                raise
+
+        return wrapper
 
     @classmethod
     def print_all(cls) -> None:
@@ -87,7 +111,7 @@ class Budget:
 # -- the bundled example --------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _example() -> tuple[dict[str, Any], dict[str, Any]]:
     from function.render import input_from_composition, load_docs
 
@@ -103,7 +127,7 @@ def example() -> tuple[dict[str, Any], dict[str, Any]]:
     return copy.deepcopy(xr), copy.deepcopy(policy)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def observed_helm() -> tuple[dict[str, Any], ...]:
     from function.render import load_docs
 
@@ -119,7 +143,7 @@ def crds_dir() -> Path:
     return CRDS
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def crd_validators() -> dict[tuple[str, str], Any]:
     """(apiVersion, kind) -> a jsonschema validator for the CRD version's openAPIV3Schema."""
     import jsonschema
@@ -143,7 +167,7 @@ def crd_validators() -> dict[tuple[str, str], Any]:
 CORE_KINDS = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Secret"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _core_validator(api_version: str, kind: str) -> Any:
     """kubernetes_validate's strict 1.32 schema for a core kind, compiled once.
 

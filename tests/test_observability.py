@@ -135,11 +135,9 @@ def test_metrics_address_validation() -> None:
 
 
 def test_serve_exposes_metrics_only_when_asked(tmp_path: Path) -> None:
-    # Opt-in through the environment variable.
-    server = Server(["--insecure"], env={metrics.ENV_ADDRESS: ""})
-    server.args = ["--insecure"]
-    server.start(tmp_path)  # Server always passes --metrics-address; the flag path
-    xr, policy = example()
+    # Through the flag (test_soak.Server always passes --metrics-address).
+    server = Server(["--insecure"]).start(tmp_path)
+    _, policy = example()
     bad = claim("obs")
     bad["spec"]["namespaces"][0]["name"] = "default"
     try:
@@ -246,3 +244,24 @@ def test_serve_debug_log_lines_all_name_the_claim(tmp_path: Path) -> None:
     assert len(lines) >= 3, lines
     for ln in lines:
         assert "claim=team-a/logged" in ln and "xr=logged-x1" in ln, ln
+
+
+def test_a_real_deeper_module_line_carries_the_claim(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """function.configdata.substitution logs (stdlib, debug) when a rule creates keys."""
+    import json as _json
+
+    import yaml as _yaml
+    from test_security_hostile import CONFIGDATA_BLOB, component_dir, with_component
+
+    cd = _yaml.safe_load(CONFIGDATA_BLOB.read_text())
+    cd["configuration"]["rules"].append({"file": "values.yaml", "path": "brand.new.key", "value": "(( message ))"})
+    xr, policy = with_component(component_dir(tmp_path / "c", _json.dumps(cd)))
+    xr["metadata"]["labels"] = {"crossplane.io/claim-name": "podinfo", "crossplane.io/claim-namespace": "team-a"}
+    caplog.set_level(logging.DEBUG, logger="function")
+    with structlog.testing.capture_logs() as logs:
+        out = asyncio.run(render(xr, policy, runner=runner()))
+    assert out.fatal is None, out.fatal.message
+    deeper = [e for e in logs if e.get("logger") == "function.configdata.substitution"]
+    assert deeper, logs
+    for entry in logs:
+        assert entry.get("xr") == "podinfo" and entry.get("claim") == "team-a/podinfo", entry

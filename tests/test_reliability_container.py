@@ -28,13 +28,11 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import yaml
+from conftest import need
 from hypothesis_profiles import REPO, example
 from support.registry import free_port
 from test_soak import claim, drive, request
-
-from conftest import need
 
 SACK8S = str(Path(sys.executable).with_name("sack8s"))
 

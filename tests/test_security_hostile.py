@@ -9,7 +9,6 @@ with the input, the exception and the file:line in the reason (the lead fixes th
 from __future__ import annotations
 
 import asyncio
-import copy
 import gzip
 import hashlib
 import http.server
@@ -283,7 +282,7 @@ def test_rbac_beyond_policy_even_when_allowed_rule_is_wider_in_names() -> None:
 class _Counter(http.server.BaseHTTPRequestHandler):
     hits: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         _Counter.hits.append(self.path)
         body = b'{"type": "object", "description": "SACK8S-SSRF-MARKER"}'
         self.send_response(200)
@@ -345,7 +344,7 @@ def test_configdata_schema_ref_to_a_local_file_is_not_read(tmp_path: Path) -> No
 @pytest.mark.xfail(
     strict=True,
     reason="BUG: configuration.schema {'$ref': '#/definitions/x', 'definitions': {'x': {'$ref': '#/definitions/x'}}} "
-    "raises RecursionError in function/configdata/configure.py:104 (validate -> validator.iter_errors) -> Fatal "
+    "raises RecursionError in function/configdata/configure.py:105 (validate -> validator.iter_errors) -> Fatal "
     "InternalError instead of a clear InvalidConfigData",
 )
 def test_configdata_schema_self_reference_is_a_clear_error(tmp_path: Path) -> None:
@@ -358,7 +357,7 @@ def test_configdata_schema_self_reference_is_a_clear_error(tmp_path: Path) -> No
 @pytest.mark.xfail(
     strict=True,
     reason="BUG: configuration.schema {'$ref': '#/nope'} raises jsonschema's _WrappedReferencingError "
-    "(PointerToNowhere) out of function/configdata/configure.py:104 -> Fatal InternalError, not InvalidConfigData",
+    "(PointerToNowhere) out of function/configdata/configure.py:105 -> Fatal InternalError, not InvalidConfigData",
 )
 def test_configdata_schema_dangling_reference_is_a_clear_error(tmp_path: Path) -> None:
     xr, policy = with_component(component_dir(tmp_path / "c", _schema_ref_configdata("#/nope")))
@@ -446,3 +445,120 @@ def test_deeply_nested_claim_over_grpc_is_refused_and_the_server_survives(tmp_pa
 
 def test_grpc_status_codes_are_enumerated() -> None:
     assert grpc.StatusCode.RESOURCE_EXHAUSTED.name == "RESOURCE_EXHAUSTED"
+
+
+# -- huge anchors: few nodes, huge expansion ----------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG (memory/CPU DoS): YAML 'huge anchors' pass the node cap: a values ConfigMap of ~6 KB "
+    "(message: &a '<10 KB>', list: [*a x 600]) has 602 nodes, under function/yamlio.py MAX_NODES, but expands to "
+    "6 MB of values that are composed into the HelmRelease; at 100 KB x 1000 (a 104 KB ConfigMap) RunFunction took "
+    "98 s and 643 MB RSS and returned 100 MB. function/yamlio.py:check_expansion counts nodes, not expanded bytes; "
+    "fix: also cap the expanded scalar bytes (e.g. at MAX_BYTES)",
+)
+def test_huge_anchors_in_values_are_refused(tmp_path: Path) -> None:
+    import yaml
+
+    cd = yaml.safe_load(CONFIGDATA_BLOB.read_text())
+    cd["configuration"]["schema"]["properties"]["list"] = {"type": "array", "items": {"type": "string"}}
+    cd["configuration"]["rules"].append({"file": "values.yaml", "path": "list", "value": "(( list ))"})
+    xr, policy = with_component(component_dir(tmp_path / "c", json.dumps(cd)))
+    xr["spec"]["values"] = {"configMapRef": {"name": "v"}}
+    text = f'message: &a "{"x" * 10_000}"\nlist: [' + ", ".join(["*a"] * 600) + "]\n"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "v", "namespace": "podinfo"}, "data": {"values.yaml": text}}
+    out = asyncio.run(render(xr, policy, runner=FunctionRunner(sources=SourceFactory(cache=Cache())), required=[cm]))
+    one_fatal(out, "spec.values.configMapRef")
+
+
+# -- JSON surrogate escapes (json.dumps(ensure_ascii=True) writes non-BMP characters this way) -----------
+
+
+SURROGATE_BUG = (
+    "BUG: a JSON-escaped non-BMP character ('\\ud83d\\ude00', what json.dumps writes for an emoji) is loaded by "
+    "function/yamlio.py (ruamel) as two lone surrogates; once a rule writes it into a composed object or status, "
+    "protobuf refuses it: UnicodeEncodeError at function/fn.py:208 (resource.update of the status; the same for "
+    "desired resources) -> Fatal InternalError. Fix: in yamlio, combine surrogate pairs "
+    "(s.encode('utf-16', 'surrogatepass').decode('utf-16')) and refuse lone surrogates with a clear message"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=SURROGATE_BUG)
+def test_emoji_in_json_values_configmap(tmp_path: Path) -> None:
+    import yaml
+
+    cd = yaml.safe_load(CONFIGDATA_BLOB.read_text())
+    cd["configuration"]["rules"].append({"file": "values.yaml", "path": "ui.message", "value": "(( message ))"})
+    xr, policy = with_component(component_dir(tmp_path / "c", json.dumps(cd)))
+    xr["spec"]["values"] = {"configMapRef": {"name": "v"}}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "v", "namespace": "podinfo"},
+          "data": {"values.yaml": json.dumps({"message": "hello \U0001F600"})}}
+    out = run(xr, policy, required=[cm], observed=observed_helm())
+    assert out.fatal is None, out.fatal.message
+    hr = next(r for r in out.resources if r["kind"] == "HelmRelease")
+    assert hr["spec"]["values"]["ui"]["message"] == "hello \U0001F600"
+
+
+@pytest.mark.xfail(strict=True, reason=SURROGATE_BUG)
+def test_lone_surrogate_in_configdata_is_a_clear_error(tmp_path: Path) -> None:
+    import yaml
+
+    cd = yaml.safe_load(CONFIGDATA_BLOB.read_text())
+    cd["configuration"]["rules"].append({"file": "values.yaml", "path": "replicaCount", "value": "\ud800"})
+    text = json.dumps(cd)  # ensure_ascii: the lone surrogate is written as the escape \ud800
+    xr, policy = with_component(component_dir(tmp_path / "c", text))
+    out = run(xr, policy)
+    assert all(r.reason != "InternalError" for r in out.results), [r.message for r in out.results]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="EDGE (never lose what runs): with the OCM gate closed (Component not Ready) and the HelmRelease not "
+    "observed yet, observed Usages 'by' the HelmRelease (usage-role-deploy, usage-externalsecret-*, ...) are dropped "
+    "from the desired state: function/compose/core.py:compose composes usages only for the Flux key it emits "
+    "(usages.build(ctx, desired, flux_key=None)). Harmless today (the HelmRelease does not exist), but it breaks the "
+    "documented rule 'a resource once observed is never dropped because a dependency is not ready'",
+)
+def test_observed_usage_kept_while_gate_closes() -> None:
+    xr, policy = example()
+    observed = [o for o in observed_helm()
+                if o["metadata"]["annotations"]["crossplane.io/composition-resource-name"] not in ("flux-helmrelease", "flux-ocirepository", "ocm-component")]
+    usages = {o["metadata"]["annotations"]["crossplane.io/composition-resource-name"] for o in observed if o["kind"] == "Usage"}
+    assert usages
+    out = run(xr, policy, observed=observed)
+    assert out.fatal is None, out.fatal.message
+    got = {r["metadata"]["annotations"]["crossplane.io/composition-resource-name"] for r in out.resources}
+    assert usages <= got, sorted(usages - got)
+
+
+@pytest.mark.parametrize("pattern", ["", "---", "é"])
+def test_deploy_namespace_pattern_that_cleans_to_nothing_is_refused(pattern: str) -> None:
+    xr, policy = example()
+    policy["deployNamespace"] = {"pattern": pattern}
+    out = run(xr, policy, observed=observed_helm())
+    one_fatal(out, "deployNamespace", reason="InvalidFunctionInput")
+
+
+test_deploy_namespace_pattern_that_cleans_to_nothing_is_refused = pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a policy deployNamespace.pattern that cleans to an empty name ('', '---', 'é') is accepted: "
+    "function/compose/admission.py:deploy_namespace returns '' and the function composes a Namespace without a "
+    "name and a HelmRelease with storageNamespace '' (fails the HelmRelease CRD schema: 'should be non-empty'). "
+    "Fix: refuse a deploy namespace that is not a DNS label with InvalidPolicy('deployNamespace.pattern', ...)",
+)(test_deploy_namespace_pattern_that_cleans_to_nothing_is_refused)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: ruamel's safe loader raises ValueError (\"could not convert string to float: '.'\") for the plain "
+    "scalar '._' (it matches the float resolver); function/yamlio.py:load_all catches only YAMLError and "
+    "RecursionError, so a values ConfigMap or ConfigData holding '._' gives Fatal InternalError. "
+    "Fix: catch ValueError (any constructor error) in load_all and raise YamlError naming the file",
+)
+@pytest.mark.parametrize("text", ["message: ._\n", "._: 1\n"])
+def test_yaml_scalar_that_breaks_the_float_resolver(text: str) -> None:
+    xr, policy = example()
+    xr["spec"]["values"] = {"configMapRef": {"name": "v"}}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "v", "namespace": "podinfo"}, "data": {"values.yaml": text}}
+    one_fatal(run(xr, policy, required=[cm]), "spec.values.configMapRef")

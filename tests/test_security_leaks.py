@@ -25,10 +25,17 @@ from typing import Any
 import pytest
 import yaml
 from crossplane.function import logging as sdklogging
-from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from hypothesis_profiles import REPO, example
 from support.faultproxy import MARKER
-from support.oci_env import PASSWORD, USER, basic_auth_registry, fault_proxy, fixture_registry, htpasswd_file, proxy  # noqa: F401
+from support.oci_env import (  # noqa: F401
+    PASSWORD,
+    USER,
+    basic_auth_registry,
+    fault_proxy,
+    fixture_registry,
+    htpasswd_file,
+    proxy,
+)
 from test_soak import Server, claim, drive, request
 
 from function.fn import FunctionRunner

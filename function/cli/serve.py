@@ -8,7 +8,7 @@ import click
 from crossplane.function import cli as sdkcli
 
 from function import metrics
-from function.fn import FunctionRunner, ensure_context_logging
+from function.fn import FunctionRunner
 from function.ocm.cache import Cache
 from function.sources import SourceFactory
 
@@ -50,24 +50,9 @@ def serve(tag_ttl: float, cache_bytes: int, metrics_address: str | None, **kwarg
         stdlogging.getLogger("function").setLevel(stdlogging.DEBUG)
     if metrics_address:
         metrics.start_server(metrics_address)
-    _run(runner, **kwargs)
-
-
-def _run(runner: FunctionRunner, **kwargs: object) -> None:
-    """``sdkcli.run`` with the request context merged into every log line."""
-    from crossplane.function import logging as sdklogging
-
-    original = sdklogging.configure
-
-    def configure(level: sdklogging.Level = sdklogging.Level.INFO) -> None:
-        original(level)
-        ensure_context_logging()
-
-    sdkcli.logging.configure = configure  # type: ignore[attr-defined]
-    try:
-        sdkcli.run(runner, **kwargs)  # type: ignore[arg-type]
-    finally:
-        sdkcli.logging.configure = original  # type: ignore[attr-defined]
+    # RunFunction adds structlog's merge_contextvars to the SDK's logging configuration on
+    # its first call, so every line of a request carries the XR and claim (function/fn.py).
+    sdkcli.run(runner, **kwargs)  # type: ignore[arg-type]
 
 
 COMMANDS = [serve]
