@@ -10,6 +10,7 @@ file instead of expanding.
 from __future__ import annotations
 
 import io
+import re
 import pickle
 from typing import Any
 
@@ -22,6 +23,8 @@ from function.errors import SackError
 MAX_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000
 MAX_DEPTH = 64
+MAX_EXPANDED_TEXT = 4 * 1024 * 1024  # no more text than the largest document without aliases
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class YamlError(SackError):
@@ -33,9 +36,24 @@ def _safe() -> YAML:
     return y
 
 
-def check_expansion(data: Any, where: str, *, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> None:
-    """Walk ``data`` as it would be expanded and refuse past the node or depth budget."""
+def check_expansion(
+    data: Any,
+    where: str,
+    *,
+    max_nodes: int = MAX_NODES,
+    max_depth: int = MAX_DEPTH,
+    max_text: int = MAX_EXPANDED_TEXT,
+) -> bool:
+    """Walk ``data`` as it would be expanded and refuse past the node, depth or text budget.
+
+    Aliases are walked every time they are used, so a small document whose anchors are
+    repeated (a "huge anchor" bomb: one 100 KB string referenced 1,000 times) is measured
+    at its expanded size. Returns whether some string holds UTF-16 surrogates (JSON's
+    ``\ud83d\ude00`` escapes), which :func:`_fix_surrogates` then repairs.
+    """
     count = 0
+    text = 0
+    surrogates = False
     stack: list[tuple[Any, int]] = [(data, 0)]
     while stack:
         node, depth = stack.pop()
@@ -44,12 +62,35 @@ def check_expansion(data: Any, where: str, *, max_nodes: int = MAX_NODES, max_de
             raise YamlError(where, f"document expands to more than {max_nodes} nodes (YAML alias bomb?)")
         if depth > max_depth:
             raise YamlError(where, f"document nests deeper than {max_depth} levels")
-        if isinstance(node, dict):
+        if isinstance(node, str):
+            text += len(node)
+            if text > max_text:
+                raise YamlError(where, f"document expands to more than {max_text} characters of text (YAML alias bomb?)")
+            if not surrogates and not node.isascii():
+                surrogates = _SURROGATE.search(node) is not None
+        elif isinstance(node, dict):
             for k, v in node.items():
                 stack.append((k, depth + 1))
                 stack.append((v, depth + 1))
         elif isinstance(node, list):
             stack.extend((v, depth + 1) for v in node)
+    return surrogates
+
+
+def _fix_surrogates(node: Any, where: str) -> Any:
+    """Join surrogate pairs into the characters they encode; refuse a lone surrogate."""
+    if isinstance(node, str):
+        if _SURROGATE.search(node) is None:
+            return node
+        try:
+            return node.encode("utf-16", "surrogatepass").decode("utf-16")
+        except UnicodeError:
+            raise YamlError(where, "holds a lone UTF-16 surrogate escape (\\uD800-\\uDFFF) that encodes no character") from None
+    if isinstance(node, dict):
+        return {_fix_surrogates(k, where): _fix_surrogates(v, where) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_fix_surrogates(v, where) for v in node]
+    return node
 
 
 def _to_text(data: bytes | str, where: str, max_bytes: int) -> str:
@@ -93,8 +134,12 @@ def _load_all(data: bytes | str, where: str, max_bytes: int) -> list[Any]:
         raise YamlError(where, f"is not valid YAML{at}: {problem}") from None
     except RecursionError:
         raise YamlError(where, f"nests deeper than {MAX_DEPTH} levels") from None
-    for d in docs:
-        check_expansion(d, where)
+    except (ValueError, TypeError, OverflowError) as e:
+        # ruamel raises plain ValueErrors for some scalars (e.g. `._` read as a float).
+        raise YamlError(where, f"is not valid YAML: {type(e).__name__} reading a scalar") from None
+    for i, d in enumerate(docs):
+        if check_expansion(d, where):
+            docs[i] = _fix_surrogates(d, where)
     return docs
 
 

@@ -2,7 +2,7 @@
 
 The full matrix, with the existing test covering each item, is in ``docs/reliability.md``.
 Every case goes through RunFunction (``function.render.render``) unless it is a parser fuzz,
-and asserts the one Fatal's message. Product bugs found here are ``xfail(strict=True)``
+and asserts the one Fatal's message. Product bugs found here were pinned with ``xfail(strict=True)``
 with the input, the exception and the file:line in the reason (the lead fixes them).
 """
 
@@ -227,12 +227,6 @@ def test_repository_host_tricks_are_refused(repository: str) -> None:
     one_fatal(run(xr, policy), "spec.component.repository")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a repository URL with userinfo echoes the credential in the Fatal: "
-    "'oci::https://user:hunter2@127.0.0.1:5000/source' -> \"'user:hunter2@127.0.0.1:5000' is not a registry "
-    "host[:port]\" (function/ocm/location.py:195 formats host[:100] including userinfo)",
-)
 def test_repository_userinfo_is_not_echoed() -> None:
     xr, policy = example()
     xr["spec"]["component"]["repository"] = "oci::https://user:hunter2@127.0.0.1:5000/source"
@@ -312,14 +306,6 @@ def _schema_ref_configdata(ref: str) -> str:
     return json.dumps(cd)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (SSRF): a ConfigData configuration.schema {'$ref': 'http://<any host>/...'} makes the function "
-    "GET that URL (jsonschema's deprecated automatic remote retrieval): in-cluster services and link-local metadata "
-    "endpoints are reachable, bypassing the registry allowlist. function/configdata/configure.py:_validator_for "
-    "(cls(schema) without registry=referencing.Registry()); fix: pass an empty Registry and turn "
-    "referencing.exceptions.Unresolvable into InvalidConfigData",
-)
 def test_configdata_schema_ref_to_a_url_is_not_fetched(tmp_path: Path, loopback_http: str) -> None:
     xr, policy = with_component(component_dir(tmp_path / "c", _schema_ref_configdata(f"{loopback_http}/schema.json")))
     out = run(xr, policy)
@@ -327,12 +313,6 @@ def test_configdata_schema_ref_to_a_url_is_not_fetched(tmp_path: Path, loopback_
     one_fatal(out, "configuration.schema", "$ref")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (local file read): configuration.schema {'$ref': 'file:///path.json'} is read from the function's "
-    "filesystem (urllib via jsonschema's deprecated remote retrieval) and used as the values schema. "
-    "function/configdata/configure.py:_validator_for; same fix as the SSRF case",
-)
 def test_configdata_schema_ref_to_a_local_file_is_not_read(tmp_path: Path) -> None:
     local = tmp_path / "local-schema.json"
     local.write_text('{"type": "string"}')  # would reject the map of values if it were read
@@ -341,12 +321,6 @@ def test_configdata_schema_ref_to_a_local_file_is_not_read(tmp_path: Path) -> No
     assert "is not of type 'string'" not in msg, f"the local file was read and applied: {msg}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: configuration.schema {'$ref': '#/definitions/x', 'definitions': {'x': {'$ref': '#/definitions/x'}}} "
-    "raises RecursionError in function/configdata/configure.py:105 (validate -> validator.iter_errors) -> Fatal "
-    "InternalError instead of a clear InvalidConfigData",
-)
 def test_configdata_schema_self_reference_is_a_clear_error(tmp_path: Path) -> None:
     cd = json.loads(json.dumps(__import__("yaml").safe_load(CONFIGDATA_BLOB.read_text())))
     cd["configuration"]["schema"] = {"$ref": "#/definitions/x", "definitions": {"x": {"$ref": "#/definitions/x"}}}
@@ -354,11 +328,6 @@ def test_configdata_schema_self_reference_is_a_clear_error(tmp_path: Path) -> No
     one_fatal(run(xr, policy), "configuration.schema", reason="InvalidConfigData")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: configuration.schema {'$ref': '#/nope'} raises jsonschema's _WrappedReferencingError "
-    "(PointerToNowhere) out of function/configdata/configure.py:105 -> Fatal InternalError, not InvalidConfigData",
-)
 def test_configdata_schema_dangling_reference_is_a_clear_error(tmp_path: Path) -> None:
     xr, policy = with_component(component_dir(tmp_path / "c", _schema_ref_configdata("#/nope")))
     one_fatal(run(xr, policy), "configuration.schema", reason="InvalidConfigData")
@@ -450,14 +419,6 @@ def test_grpc_status_codes_are_enumerated() -> None:
 # -- huge anchors: few nodes, huge expansion ----------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (memory/CPU DoS): YAML 'huge anchors' pass the node cap: a values ConfigMap of ~6 KB "
-    "(message: &a '<10 KB>', list: [*a x 600]) has 602 nodes, under function/yamlio.py MAX_NODES, but expands to "
-    "6 MB of values that are composed into the HelmRelease; at 100 KB x 1000 (a 104 KB ConfigMap) RunFunction took "
-    "98 s and 643 MB RSS and returned 100 MB. function/yamlio.py:check_expansion counts nodes, not expanded bytes; "
-    "fix: also cap the expanded scalar bytes (e.g. at MAX_BYTES)",
-)
 def test_huge_anchors_in_values_are_refused(tmp_path: Path) -> None:
     import yaml
 
@@ -475,16 +436,8 @@ def test_huge_anchors_in_values_are_refused(tmp_path: Path) -> None:
 # -- JSON surrogate escapes (json.dumps(ensure_ascii=True) writes non-BMP characters this way) -----------
 
 
-SURROGATE_BUG = (
-    "BUG: a JSON-escaped non-BMP character ('\\ud83d\\ude00', what json.dumps writes for an emoji) is loaded by "
-    "function/yamlio.py (ruamel) as two lone surrogates; once a rule writes it into a composed object or status, "
-    "protobuf refuses it: UnicodeEncodeError at function/fn.py:208 (resource.update of the status; the same for "
-    "desired resources) -> Fatal InternalError. Fix: in yamlio, combine surrogate pairs "
-    "(s.encode('utf-16', 'surrogatepass').decode('utf-16')) and refuse lone surrogates with a clear message"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=SURROGATE_BUG)
 def test_emoji_in_json_values_configmap(tmp_path: Path) -> None:
     import yaml
 
@@ -500,7 +453,6 @@ def test_emoji_in_json_values_configmap(tmp_path: Path) -> None:
     assert hr["spec"]["values"]["ui"]["message"] == "hello \U0001F600"
 
 
-@pytest.mark.xfail(strict=True, reason=SURROGATE_BUG)
 def test_lone_surrogate_in_configdata_is_a_clear_error(tmp_path: Path) -> None:
     import yaml
 
@@ -512,14 +464,6 @@ def test_lone_surrogate_in_configdata_is_a_clear_error(tmp_path: Path) -> None:
     assert all(r.reason != "InternalError" for r in out.results), [r.message for r in out.results]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="EDGE (never lose what runs): with the OCM gate closed (Component not Ready) and the HelmRelease not "
-    "observed yet, observed Usages 'by' the HelmRelease (usage-role-deploy, usage-externalsecret-*, ...) are dropped "
-    "from the desired state: function/compose/core.py:compose composes usages only for the Flux key it emits "
-    "(usages.build(ctx, desired, flux_key=None)). Harmless today (the HelmRelease does not exist), but it breaks the "
-    "documented rule 'a resource once observed is never dropped because a dependency is not ready'",
-)
 def test_observed_usage_kept_while_gate_closes() -> None:
     xr, policy = example()
     observed = [o for o in observed_helm()
@@ -540,22 +484,7 @@ def test_deploy_namespace_pattern_that_cleans_to_nothing_is_refused(pattern: str
     one_fatal(out, "deployNamespace", reason="InvalidFunctionInput")
 
 
-test_deploy_namespace_pattern_that_cleans_to_nothing_is_refused = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a policy deployNamespace.pattern that cleans to an empty name ('', '---', 'é') is accepted: "
-    "function/compose/admission.py:deploy_namespace returns '' and the function composes a Namespace without a "
-    "name and a HelmRelease with storageNamespace '' (fails the HelmRelease CRD schema: 'should be non-empty'). "
-    "Fix: refuse a deploy namespace that is not a DNS label with InvalidPolicy('deployNamespace.pattern', ...)",
-)(test_deploy_namespace_pattern_that_cleans_to_nothing_is_refused)
 
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ruamel's safe loader raises ValueError (\"could not convert string to float: '.'\") for the plain "
-    "scalar '._' (it matches the float resolver); function/yamlio.py:load_all catches only YAMLError and "
-    "RecursionError, so a values ConfigMap or ConfigData holding '._' gives Fatal InternalError. "
-    "Fix: catch ValueError (any constructor error) in load_all and raise YamlError naming the file",
-)
 @pytest.mark.parametrize("text", ["message: ._\n", "._: 1\n"])
 def test_yaml_scalar_that_breaks_the_float_resolver(text: str) -> None:
     xr, policy = example()

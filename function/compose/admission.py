@@ -37,12 +37,16 @@ FORBIDDEN_RESOURCES = {
 
 def deploy_namespace(policy: Policy, identity: Identity) -> str:
     if policy.deployNamespace.shared:
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", policy.deployNamespace.shared) or len(policy.deployNamespace.shared) > NAMESPACE_MAX:
+            raise InvalidPolicy("deployNamespace.shared", f"{policy.deployNamespace.shared[:80]!r} is not a namespace name")
         return policy.deployNamespace.shared
     try:
         raw = policy.deployNamespace.pattern.format(claim=identity.base)
     except (KeyError, IndexError, ValueError) as e:
         raise InvalidPolicy("deployNamespace.pattern", f"only {{claim}} may be used ({e})") from None
     clean = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")
+    if not clean or not identity.base:
+        raise InvalidPolicy("deployNamespace.pattern", f"{policy.deployNamespace.pattern!r} gives no usable namespace name")
     return fit(clean, NAMESPACE_MAX)
 
 

@@ -175,7 +175,11 @@ def compose(inp: CoreInput) -> CoreOutput:
     else:
         flux_key = None
         notes.append(Note("Normal", "WaitingForOCMComponent", f"Flux objects wait for the OCM Component: {why}"))
-    desired.update(usages.build(ctx, desired, flux_key))
+    # Usages are built as if the Flux release were composed; while it is withheld, only the
+    # ones already observed stay (never dropped because a dependency is not ready).
+    for key, usage in usages.build(ctx, {**desired, **flux_objs}, flux.key_release(flavour)).items():
+        if flux_key is not None or key in inp.observed or usage["spec"]["by"]["kind"] != flux.kind_of(flavour):
+            desired[key] = usage
 
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
     blocked = readiness.first_blocker(desired, ready, inp.observed)

@@ -23,6 +23,8 @@ import re
 from typing import Any, Mapping
 
 import jsonschema
+import referencing
+import referencing.exceptions
 from jsonschema.exceptions import SchemaError
 
 from function.configdata.memo import VALIDATORS
@@ -97,14 +99,26 @@ def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
     except SchemaError as e:
         at = "/".join(str(p) for p in e.path) or "(root)"
         raise InvalidConfigData(where, f"is not a valid JSON Schema at {at}: {e.message[:200]}") from None
-    return cls(schema)
+    # An empty registry: a `$ref` may point inside the schema only. Without it jsonschema
+    # would fetch http(s):// and file:// references, letting a ConfigData author make the
+    # function reach any host (past the registry allowlist) or read its own files.
+    return cls(schema, registry=referencing.Registry())
 
 
 def validate(validator: Any, instance: Any, *, label: str, skip_required: bool) -> None:
-    errors = sorted(
-        (e for e in validator.iter_errors(instance) if not (skip_required and e.validator == "required")),
-        key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)),
-    )
+    where = "ConfigData configuration.schema"
+    try:
+        errors = sorted(
+            (e for e in validator.iter_errors(instance) if not (skip_required and e.validator == "required")),
+            key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)),
+        )
+    except RecursionError:
+        raise InvalidConfigData(where, "has a $ref cycle (a reference that resolves to itself)") from None
+    except (referencing.exceptions.Unresolvable, jsonschema.exceptions._WrappedReferencingError) as e:  # noqa: SLF001
+        ref = getattr(e, "ref", None) or getattr(getattr(e, "_wrapped", None), "ref", None) or "?"
+        raise InvalidConfigData(
+            where, f"has a $ref that cannot be resolved ({str(ref)[:100]}); only references inside the schema are allowed"
+        ) from None
     if not errors:
         return
     shown = [f"{_value_path(label, e.absolute_path)}: {_message(e)}" for e in errors[:MAX_ERRORS]]

@@ -111,8 +111,16 @@ def format_location(loc: Location) -> str:
 # --------------------------------------------------------------------------- parsing helpers
 
 
+_USERINFO = re.compile(r"[^/@\s]*@")
+
+
+def _redact(text: str) -> str:
+    """Never echo credentials someone put into a reference (``user:pass@host``)."""
+    return _USERINFO.sub("<credentials>@", text)
+
+
 def _show(text: str) -> str:
-    return repr(text[:200])
+    return repr(_redact(text[:200]))
 
 
 def _check_text(text: object) -> str:
@@ -192,7 +200,9 @@ def _repository_location(
     host, _, base = repo.partition("/")
     base = base.strip("/") if base else ""
     if not _HOST_RE.match(host):
-        raise ComponentError(where, f"{host[:100]!r} is not a registry host[:port]")
+        if "@" in host:
+            raise ComponentError(where, "credentials in a repository reference are not allowed; use pipeline credentials")
+        raise ComponentError(where, f"{_redact(host[:100])!r} is not a registry host[:port]")
     if base:
         for part in base.split("/"):
             if not _PATH_COMPONENT_RE.match(part):
