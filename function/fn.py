@@ -30,7 +30,7 @@ from function.compose.identity import identity_of
 from function.errors import InvalidClaim, InvalidPolicy, SackError
 from function.requirements import requirements_for
 from function.sources import SourceFactory, claim_repository
-from function.structs import to_dict
+from function.structs import fields, to_dict
 
 # Fields Crossplane itself keeps in an XR's spec; they are not part of our API.
 CROSSPLANE_SPEC_FIELDS = {
@@ -76,6 +76,23 @@ def parse_spec(xr: Mapping[str, Any]) -> Spec:
 
 def _struct(msg: Any) -> dict[str, Any]:
     return to_dict(msg)
+
+
+def _observed_xr(res: Any) -> dict[str, Any]:
+    """The observed XR as far as the function reads it: identity, spec, and the
+    ``status.component`` it wrote last time (sticky versions) — not the rest of its status,
+    which would only be converted to be thrown away."""
+    out = fields(res, ("apiVersion", "kind", "metadata", "spec"))
+    if "status" in res.fields:
+        status = res.fields["status"].struct_value.fields
+        out["status"] = {"component": to_dict(status["component"].struct_value)} if "component" in status else {}
+    return out
+
+
+def _observed_resource(res: Any) -> dict[str, Any]:
+    """An observed composed resource as far as the core reads it: its kind and status
+    (readiness, the OCM gate); its presence is what keeps it from being dropped."""
+    return fields(res, ("apiVersion", "kind", "status"))
 
 
 def _result(rsp: fnv1.RunFunctionResponse, severity: int, reason: str, message: str) -> None:
@@ -137,7 +154,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         self, req: fnv1.RunFunctionRequest, _: grpc.aio.ServicerContext | None = None
     ) -> fnv1.RunFunctionResponse:
         rsp = response.to(req)
-        xr = _struct(req.observed.composite.resource)
+        xr = _observed_xr(req.observed.composite.resource)
         meta = xr.get("metadata") or {}
         context: dict[str, str] = {"xr": str(meta.get("name", "")), "tag": req.meta.tag}
         labels = meta.get("labels") or {}
@@ -189,7 +206,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             spec, policy, repository, status=(xr.get("status") or {}), credentials=req.credentials, base_dir=self.base_dir
         )
         values = got.values(spec, identity)
-        observed = {k: _struct(v.resource) for k, v in req.observed.resources.items()}
+        observed = {k: _observed_resource(v.resource) for k, v in req.observed.resources.items()}
         out = core.compose(
             core.CoreInput(
                 spec=spec,
