@@ -92,12 +92,30 @@ def claim_to_xr(doc: dict[str, Any]) -> dict[str, Any]:
     return xr
 
 
-def input_from_composition(comp: Mapping[str, Any], where: str) -> dict[str, Any]:
+def our_step(comp: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     steps = ((comp.get("spec") or {}).get("pipeline")) or []
     ours = [s for s in steps if str((s.get("input") or {}).get("apiVersion", "")).startswith(INPUT_GROUP + "/")]
     if len(ours) != 1:
         raise RenderError(where, f"needs exactly one pipeline step whose input is a {INPUT_GROUP} Policy, found {len(ours)}")
-    return dict(ours[0]["input"])
+    return ours[0]
+
+
+def input_from_composition(comp: Mapping[str, Any], where: str) -> dict[str, Any]:
+    return dict(our_step(comp, where)["input"])
+
+
+def step_credentials(step: Mapping[str, Any], secrets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The step's ``credentials[]`` resolved as Crossplane does: each name gets the Secret its
+    ``secretRef`` names (by namespace and name), renamed to the credential's name."""
+    out = []
+    secrets = list(secrets)
+    for cred in step.get("credentials") or []:
+        ref = cred.get("secretRef") or {}
+        for sec in secrets:
+            meta = sec.get("metadata") or {}
+            if meta.get("name") == ref.get("name") and meta.get("namespace", ref.get("namespace")) == ref.get("namespace"):
+                out.append({**sec, "metadata": {**meta, "name": cred.get("name")}})
+    return out
 
 
 def _credentials(docs: Iterable[Mapping[str, Any]]) -> dict[str, fnv1.Credentials]:

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import copy
 import functools
 import re
@@ -29,6 +31,7 @@ from typing import Any, Iterable
 
 import pytest
 import yaml
+from support.oci_env import basic_auth_registry, htpasswd_file  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.crossplane
 
@@ -813,3 +816,53 @@ def test_render_fatal_forbidden_namespace(
     assert cp.returncode != 0, cp.stdout
     assert f'pipeline step "compose" returned a fatal result: {message}' in cp.stderr, cp.stderr
     assert "kind: Namespace" not in cp.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# Against a live registry with credentials (issue: read OCM components from OCI registries)
+
+
+def test_crossplane_render_against_a_live_registry_with_function_credentials(
+    crossplane_bin: Path, server: Server, basic_auth_registry, tmp_path: Path  # noqa: F811
+) -> None:
+    """`crossplane render --function-credentials` against `sack8s serve`, reading the copied-default
+    transfer from an htpasswd registry: Flux objects pinned where the OCM CLI wrote; same as sack8s render."""
+    from support.oci_env import PASSWORD, USER
+
+    host = basic_auth_registry.host
+    xr = _load(REPO / "examples/xr.yaml")[0]
+    xr["spec"]["component"].update(repository=f"oci::http://{host}/copied-default", version="6.2.0")
+    comp = _load(REPO / "examples/composition.yaml")[0]
+    policy = comp["spec"]["pipeline"][0]["input"]
+    policy.update(registries=[{"host": host, "plainHTTP": True, "credentials": "registry-creds"}], mirrors=[])
+    policy["ocm"] = {"enabled": True, "gate": False}
+    comp["spec"]["pipeline"][0]["credentials"] = [
+        {"name": "registry-creds", "source": "Secret", "secretRef": {"namespace": "crossplane-system", "name": "pull-secret"}}
+    ]
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "pull-secret", "namespace": "crossplane-system"},
+        "data": {"username": base64.b64encode(USER.encode()).decode(), "password": base64.b64encode(PASSWORD.encode()).decode()},
+    }
+    xr_file, comp_file, cred_file = _dump([xr], tmp_path / "xr.yaml"), _dump([comp], tmp_path / "comp.yaml"), _dump([secret], tmp_path / "creds.yaml")
+    cp = crossplane_render(crossplane_bin, server, xr_file, comp_file, "--function-credentials", str(cred_file))
+    assert cp.returncode == 0, f"{cp.stderr}\nserver log:\n{server.logs()}"
+    sk = sack8s_render(xr_file, comp_file, "--function-credentials", str(cred_file))
+    assert sk.returncode == 0, sk.stderr
+    cp_docs = [d for d in yaml.safe_load_all(cp.stdout) if d and d.get("kind") != "Result"]
+    xr_out = cp_docs[0]
+    got = _by_resource_name(cp_docs[1:], xr_out)
+    want = _by_resource_name(_load_text(sk.stdout)[1:], xr_out)
+    assert got == want, "\n".join(_diff(got, want)[:20])
+    repo = f"{host}/copied-default/component-descriptors/acme.org/sack8s/podinfo"
+    src = got["flux-ocirepository"]["spec"]
+    assert src["url"] == f"oci://{repo}"
+    assert src["ref"] == {"digest": "sha256:d3db565bb38f9b1e65f95416ccdd7582911e79a57a5007ffb5f80a4b1d47d315"}
+    images = xr_out["status"]["images"]
+    assert images == [{"resource": "image", "reference": f"{repo}@sha256:11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1"}]
+    assert PASSWORD not in cp.stdout + cp.stderr + sk.stdout + sk.stderr + server.logs()
+
+
+def _load_text(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if d]

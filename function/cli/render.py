@@ -13,7 +13,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from function.api.policy import MirrorPolicy
 from function.errors import SackError
 from function.fn import FunctionRunner
-from function.render import RenderError, claim_to_xr, input_from_composition, load_docs, render
+from function.render import RenderError, claim_to_xr, load_docs, our_step, render, step_credentials
 
 
 def _one(path: str, what: str) -> dict:
@@ -41,8 +41,12 @@ def render_cmd(xr_file, composition, input_file, component, observed, required_r
             raise RenderError("--input", "give either --composition or --input, not both")
         xr = claim_to_xr(_one(xr_file, "XR or claim"))
         fn_input = None
+        secrets = load_docs([function_credentials]) if function_credentials else []
         if composition:
-            fn_input = input_from_composition(_one(composition, "Composition"), composition)
+            step = our_step(_one(composition, "Composition"), composition)
+            fn_input = dict(step["input"])
+            if step.get("credentials"):
+                secrets = step_credentials(step, secrets)
         elif input_file:
             fn_input = _one(input_file, "function input")
         if component:
@@ -59,7 +63,7 @@ def render_cmd(xr_file, composition, input_file, component, observed, required_r
                 fn_input,
                 observed=load_docs(observed),
                 required=load_docs(required_resources),
-                credentials=load_docs([function_credentials]) if function_credentials else [],
+                credentials=secrets,
                 runner=FunctionRunner(),
             )
         )
