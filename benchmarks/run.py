@@ -75,7 +75,7 @@ from function.ocm.cache import Cache  # noqa: E402
 from function.sources import SourceFactory  # noqa: E402
 
 SERVERS = ("sack8s", "floor", "pythonic", "go-templating")
-PROPOSED = "sack8s+fn-diff"  # --proposed: sack8s with the fn.py change docs/benchmarks.md proposes
+PROPOSED = "sack8s+fn-diff"  # a past variant's label, kept so older results files still plot
 PYTHONIC_VERSION = "0.6.3"
 STRICT = os.environ.get("SACK8S_STRICT") == "1"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -511,7 +511,6 @@ def main() -> int:
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--workloads", default="small,medium,large")
     ap.add_argument("--servers", default=",".join(SERVERS))
-    ap.add_argument("--proposed", action="store_true", help=f"also measure {PROPOSED} (benchmarks/proposed_fn.py)")
     args = ap.parse_args()
     budget = QUICK if args.quick else FULL
     sdklogging.configure(sdklogging.Level.DISABLED)
@@ -526,9 +525,6 @@ def main() -> int:
     exe: dict[str, list[str]] = {
         "sack8s": [str(REPO / ".venv" / "bin" / "sack8s"), "serve", "--insecure", "--address", "127.0.0.1:{port}"],
     }
-    if args.proposed:
-        servers.insert(1, PROPOSED)
-        exe[PROPOSED] = [str(VENV_PY), str(HERE / "proposed_fn.py"), "serve", "--insecure", "--address", "127.0.0.1:{port}"]
     skipped: dict[str, str] = {}
     if "pythonic" in servers:
         pb = pythonic_bin(args.quick)
