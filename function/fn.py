@@ -67,7 +67,10 @@ def parse_policy(raw: Mapping[str, Any] | None) -> Policy:
 
 
 def parse_spec(xr: Mapping[str, Any]) -> Spec:
-    spec = {k: v for k, v in dict(xr.get("spec") or {}).items() if k not in CROSSPLANE_SPEC_FIELDS}
+    raw = xr.get("spec") or {}
+    if not isinstance(raw, Mapping):
+        raise InvalidClaim("spec", f"must be an object, got {type(raw).__name__}")
+    spec = {k: v for k, v in raw.items() if k not in CROSSPLANE_SPEC_FIELDS}
     try:
         return Spec.model_validate(spec)
     except ValidationError as e:
@@ -155,9 +158,11 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     ) -> fnv1.RunFunctionResponse:
         rsp = response.to(req)
         xr = _observed_xr(req.observed.composite.resource)
-        meta = xr.get("metadata") or {}
+        meta = xr.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
         context: dict[str, str] = {"xr": str(meta.get("name", "")), "tag": req.meta.tag}
-        labels = meta.get("labels") or {}
+        labels = meta.get("labels")
+        labels = labels if isinstance(labels, dict) else {}
         if labels.get("crossplane.io/claim-name"):
             context["claim"] = f"{labels.get('crossplane.io/claim-namespace', '')}/{labels['crossplane.io/claim-name']}"
         ensure_context_logging()

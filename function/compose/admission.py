@@ -16,7 +16,7 @@ from function.api.claim import PolicyRule, Spec, StoreRef
 from function.api.policy import DEFAULT_FORBIDDEN, Policy, RegistryPolicy, SecretStorePolicy
 from function.compose.identity import Identity
 from function.compose.names import NAMESPACE_MAX, fit
-from function.errors import InvalidPolicy, PolicyViolation
+from function.errors import InvalidClaim, InvalidPolicy, PolicyViolation
 
 FORBIDDEN_VERBS = {"*", "escalate", "bind", "impersonate"}
 FORBIDDEN_RESOURCES = {
@@ -36,6 +36,8 @@ FORBIDDEN_RESOURCES = {
 
 
 def deploy_namespace(policy: Policy, identity: Identity) -> str:
+    if not identity.base:
+        raise InvalidClaim("metadata.name", "the XR has no name to derive the composed objects' names from")
     if policy.deployNamespace.shared:
         if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", policy.deployNamespace.shared) or len(policy.deployNamespace.shared) > NAMESPACE_MAX:
             raise InvalidPolicy("deployNamespace.shared", f"{policy.deployNamespace.shared[:80]!r} is not a namespace name")
@@ -45,7 +47,7 @@ def deploy_namespace(policy: Policy, identity: Identity) -> str:
     except (KeyError, IndexError, ValueError) as e:
         raise InvalidPolicy("deployNamespace.pattern", f"only {{claim}} may be used ({e})") from None
     clean = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")
-    if not clean or not identity.base:
+    if not clean:
         raise InvalidPolicy("deployNamespace.pattern", f"{policy.deployNamespace.pattern!r} gives no usable namespace name")
     return fit(clean, NAMESPACE_MAX)
 

@@ -41,10 +41,13 @@ class Identity:
 
 
 def identity_of(xr: Mapping[str, Any]) -> Identity:
-    meta = xr.get("metadata") or {}
+    meta = xr.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
     xr_name = str(meta.get("name") or "")
-    labels = meta.get("labels") or {}
-    ref = (xr.get("spec") or {}).get("claimRef") or {}
+    labels = meta.get("labels")
+    labels = labels if isinstance(labels, Mapping) else {}
+    spec = xr.get("spec")
+    ref = (spec if isinstance(spec, Mapping) else {}).get("claimRef") or {}
     if isinstance(ref, Mapping) and ref.get("name") and ref.get("namespace"):
         return Identity(str(ref["namespace"]), str(ref["name"]), xr_name, True)
     if labels.get("crossplane.io/claim-name") and labels.get("crossplane.io/claim-namespace"):
