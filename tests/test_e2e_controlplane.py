@@ -50,6 +50,8 @@ import pytest
 from conftest import CRDS, FIXTURES, OCM_CLI, REPO, SHARED, need, need_binary, need_path
 from ruamel.yaml import YAML
 
+from function.compose import readiness
+
 pytestmark = pytest.mark.e2e
 
 CONTROLPLANE = Path(os.environ.get("SACK8S_CONTROLPLANE", SHARED / "tools" / "controlplane"))
@@ -67,21 +69,8 @@ IMAGE_REPO = {
     "copied-oci": f"{REGISTRY}/copied-oci/upstream/podinfo",
     "by-ref": f"{REGISTRY}/upstream/podinfo",  # transferred without --copy-resources
 }
-# Kinds in dependency order (Namespaces first, the Flux consumers after their source, Usages last).
-ORDER = [
-    "Namespace",
-    "ServiceAccount",
-    "Role",
-    "RoleBinding",
-    "ExternalSecret",
-    "Repository",
-    "Component",
-    "Resource",
-    "OCIRepository",
-    "HelmRelease",
-    "Kustomization",
-    "Usage",
-]
+# Kinds in dependency order: the deployment order the function itself reports blockers in.
+ORDER = readiness.ORDER
 FLUX_KINDS = {"OCIRepository", "HelmRelease", "Kustomization"}
 CONSUMER_KINDS = {"HelmRelease", "Kustomization"}
 EXTRA_CRDS = [  # besides the Flux CRDs up.sh installs
