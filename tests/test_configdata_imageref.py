@@ -28,12 +28,12 @@ D = "sha256:" + "ab" * 32
         ("ghcr.io/stefanprodan/podinfo:6.2.0", "ghcr.io/stefanprodan/podinfo:6.2.0", "ghcr.io",
          "stefanprodan/podinfo", "ghcr.io/stefanprodan/podinfo", "6.2.0"),
         (f"ghcr.io/stefanprodan/podinfo:6.2.0@{D}", f"ghcr.io/stefanprodan/podinfo@{D}", "ghcr.io",
-         "stefanprodan/podinfo", "ghcr.io/stefanprodan/podinfo", D),
+         "stefanprodan/podinfo", "ghcr.io/stefanprodan/podinfo", f"6.2.0@{D}"),
         ("localhost:5000/x:1", "localhost:5000/x:1", "localhost:5000", "x", "localhost:5000/x", "1"),
         ("localhost:5000/team/app", "localhost:5000/team/app:latest", "localhost:5000", "team/app",
          "localhost:5000/team/app", "latest"),
         (f"127.0.0.1:5000/upstream/podinfo:6.2.0@{D}", f"127.0.0.1:5000/upstream/podinfo@{D}",
-         "127.0.0.1:5000", "upstream/podinfo", "127.0.0.1:5000/upstream/podinfo", D),
+         "127.0.0.1:5000", "upstream/podinfo", "127.0.0.1:5000/upstream/podinfo", f"6.2.0@{D}"),
         (f"127.0.0.1:5000/base/component-descriptors/acme.org/x@{D}",
          f"127.0.0.1:5000/base/component-descriptors/acme.org/x@{D}", "127.0.0.1:5000",
          "base/component-descriptors/acme.org/x", "127.0.0.1:5000/base/component-descriptors/acme.org/x", D),
@@ -102,6 +102,11 @@ def test_generated_references_round_trip(host, segs, tag, digest):
     assert again.name == r.name and again.registry == r.registry and again.repository == r.repository
     if digest:
         assert "@" in r.name and f":{tag}@" not in r.name
+    # what a tag rule writes: TAG@DIGEST, the digest, or the tag; "repo:" + it parses back pinned
+    assert r.pinned_tag == (f"{tag}@{digest}" if tag and digest else digest or tag or "latest")
+    if tag:
+        pinned = parse_reference(f"{r.fully_qualified_repository}:{r.pinned_tag}")
+        assert (pinned.digest, pinned.tag) == (digest, tag)
 
 
 @settings(max_examples=500)

@@ -6,7 +6,7 @@ from types import MappingProxyType
 
 import pytest
 
-from function.configdata.localize import plan_localization
+from function.configdata.localize import enforce_image_pairs, image_pair_defects, plan_localization
 from function.configdata.model import parse_configdata
 from function.errors import ComponentError, InvalidConfigData, UnsupportedRule
 from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
@@ -48,7 +48,8 @@ ALL = """- file: values.yaml
          ["ghcr.io/stefanprodan/podinfo:6.2.0", "ghcr.io", "stefanprodan/podinfo", "ghcr.io/stefanprodan/podinfo",
           "6.2.0"]),
         (f"ghcr.io/stefanprodan/podinfo:6.2.0@{D}",
-         [f"ghcr.io/stefanprodan/podinfo@{D}", "ghcr.io", "stefanprodan/podinfo", "ghcr.io/stefanprodan/podinfo", D]),
+         [f"ghcr.io/stefanprodan/podinfo@{D}", "ghcr.io", "stefanprodan/podinfo", "ghcr.io/stefanprodan/podinfo",
+          f"6.2.0@{D}"]),
         ("localhost:5000/x:1", ["localhost:5000/x:1", "localhost:5000", "x", "localhost:5000/x", "1"]),
         (f"localhost:5000/team/x@{D}",
          [f"localhost:5000/team/x@{D}", "localhost:5000", "team/x", "localhost:5000/team/x", D]),
@@ -67,25 +68,83 @@ def test_every_field(ref, expected):
     assert all(s.rule == "localization[0]" and s.file == "values.yaml" for s in loc.substitutions)
 
 
-def test_tag_with_digest_warns_how_to_pin():
+def test_tag_with_digest_is_tag_at_digest_and_clean():
     loc = plan_localization(cd(ALL), cv(image("img", f"ghcr.io/a/b:1@{D}")), by_access)
-    tag = [w for w in loc.warnings if ".tag" in w]
-    assert len(tag) == 1
-    assert "pinned by digest" in tag[0] and "'image' rule" in tag[0] and "digest field" in tag[0]
-    assert "localization[0].tag (file values.yaml)" in tag[0]
-    assert not any(".repository" in w for w in loc.warnings)  # the rule also sets registry
-
-
-def test_tag_without_digest_does_not_warn():
-    loc = plan_localization(cd(ALL), cv(image("img", "ghcr.io/a/b:1")), by_access)
+    tag = next(s for s in loc.substitutions if s.field == "tag")
+    assert tag.value == f"1@{D}"  # "repository:tag" renders ghcr.io/a/b:1@sha256:… (valid, pinned)
     assert loc.warnings == ()
+    assert image_pair_defects(loc.substitutions) == ()
 
 
-def test_repository_without_registry_warns():
-    rule = "- file: values.yaml\n  resource: {name: img}\n  repository: image.repository\n"
-    loc = plan_localization(cd(rule), cv(image("img", "ghcr.io/a/b:1")), by_access)
+def test_bare_digest_as_tag_is_a_defect_naming_rule_and_fix():
+    loc = plan_localization(cd(ALL), cv(image("img", f"ghcr.io/a/b@{D}")), by_access)
+    (d,) = image_pair_defects(loc.substitutions)
+    assert (d.rule, d.field, d.file, d.path) == ("localization[0]", "tag", "values.yaml", "a.tag")
+    assert d.where == "ConfigData localization[0].tag (file values.yaml)"
+    assert "not a tag" in d.message and "'image' rule" in d.message and "digest field" in d.message
+
+
+def test_tag_without_digest_does_not_warn_when_pinning_is_not_asked():
+    loc = plan_localization(cd(ALL), cv(image("img", "ghcr.io/a/b:1")), by_access)
+    assert [s.value for s in loc.substitutions if s.field == "tag"] == ["1"]
+    assert image_pair_defects(loc.substitutions) == ()
+    (w,) = loc.warnings  # by_access hands out the unpinned reference: said once per rule
+    assert "not pinned by digest" in w and "--allow-unpinned" in w and "allowUnpinnedImages" in w
+
+
+REPO_ONLY = "- file: values.yaml\n  resource: {name: img}\n  repository: image.repository\n  tag: image.tag\n"
+
+
+def test_repository_without_registry_is_a_defect():
+    loc = plan_localization(cd(REPO_ONLY), cv(image("img", f"ghcr.io/a/b:1@{D}")), by_access)
     assert loc.substitutions[0].value == "a/b"
-    assert "fullyQualifiedRepository" in loc.warnings[0]
+    (d,) = image_pair_defects(loc.substitutions)
+    assert d.field == "repository" and "'ghcr.io'" in d.message and "Docker Hub" in d.message
+    assert "fullyQualifiedRepository" in d.message and "'registry' rule" in d.message
+
+
+def test_repository_with_a_registry_rule_elsewhere_for_the_same_file_is_fine():
+    rules = REPO_ONLY + "- file: values.yaml\n  resource: {name: img}\n  registry: image.registry\n"
+    loc = plan_localization(cd(rules), cv(image("img", f"ghcr.io/a/b:1@{D}")), by_access)
+    assert image_pair_defects(loc.substitutions) == ()
+    other_file = REPO_ONLY + "- file: other.yaml\n  resource: {name: img}\n  registry: image.registry\n"
+    loc = plan_localization(cd(other_file), cv(image("img", f"ghcr.io/a/b:1@{D}")), by_access)
+    assert [d.field for d in image_pair_defects(loc.substitutions)] == ["repository"]
+
+
+def test_docker_hub_repository_without_registry_only_warns():
+    loc = plan_localization(cd(REPO_ONLY), cv(image("img", f"nginx:1.25@{D}")), by_access)
+    assert image_pair_defects(loc.substitutions) == ()
+    assert "fullyQualifiedRepository" in loc.warnings[0] and "localization[0].repository" in loc.warnings[0]
+
+
+def test_localblob_tag_comes_from_reference_name():
+    blob = Resource("img", "6.2.0", "ociImage", "external",
+                    {"type": "LocalBlob/v1", "localReference": D, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                     "referenceName": "upstream/podinfo:6.2.0"}, MappingProxyType({}))
+    c = cv(blob)
+    loc = plan_localization(cd(ALL), c)  # the packaging contract: REPO@localReference
+    values = {s.field: s.value for s in loc.substitutions}
+    assert values["image"] == f"r.io/component-descriptors/acme.org/app@{D}"
+    assert values["tag"] == f"6.2.0@{D}"
+    assert image_pair_defects(loc.substitutions) == ()
+    nameless = Resource("img", "6.2.0", "ociImage", "external", {**blob.access, "referenceName": "upstream/podinfo"},
+                        MappingProxyType({}))
+    loc = plan_localization(cd(ALL), cv(nameless))
+    assert [d.field for d in image_pair_defects(loc.substitutions)] == ["tag"]
+
+
+def test_enforce_image_pairs_fatal_names_rule_and_downgrade():
+    loc = plan_localization(cd(REPO_ONLY), cv(image("img", f"ghcr.io/a/b@{D}")), by_access)
+    defects = image_pair_defects(loc.substitutions)
+    assert [d.field for d in defects] == ["repository", "tag"]
+    with pytest.raises(InvalidConfigData) as e:
+        enforce_image_pairs(defects, fatal=True, downgrade="Use --image-pairs warning.")
+    assert e.value.where == "ConfigData localization[0].repository (file values.yaml)"
+    assert "(and 1 more)" in e.value.message and e.value.message.endswith("Use --image-pairs warning.")
+    assert e.value.reason == "InvalidImageReference"
+    lines = enforce_image_pairs(defects, fatal=False, downgrade="x")
+    assert len(lines) == 2 and lines[1].startswith("ConfigData localization[0].tag (file values.yaml): ")
 
 
 def test_extra_identity_is_honoured():

@@ -168,6 +168,15 @@ class SourcePolicy(Model):
     )
 
 
+class ConfigDataPolicy(Model):
+    imagePairs: Literal["Fatal", "Warning"] = Field(
+        default="Fatal",
+        description="A ConfigData whose localization rules write an invalid or unlocalized reference into a "
+        "repository:tag pair (a bare digest as the tag; a repository without the registry of an image that has "
+        "one, and no registry rule): Fatal, naming the rule, or Warning (while teams fix their ConfigData).",
+    )
+
+
 class Policy(Model):
     """Function input (sack8s.fn.crossplane.io/v1beta1 Policy)."""
 
@@ -183,3 +192,4 @@ class Policy(Model):
     flux: FluxPolicy = Field(default_factory=FluxPolicy)
     ocm: OcmPolicy = Field(default_factory=OcmPolicy)
     source: SourcePolicy = Field(default_factory=SourcePolicy)
+    configData: ConfigDataPolicy = Field(default_factory=ConfigDataPolicy)

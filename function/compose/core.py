@@ -20,6 +20,7 @@ from function.compose import admission, externalsecrets, flux, namespaces, ocmob
 from function.compose.context import Context
 from function.compose.identity import Identity
 from function.configdata.deploy import FluxMutation, mutation_for
+from function.configdata.localize import enforce_image_pairs
 from function.errors import ComponentError, InvalidClaim
 from function.ocm.access import flux_source, localized_reference, parse_image_reference
 from function.ocm.model import TYPE_CONFIGDATA, TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
@@ -166,6 +167,12 @@ def compose(inp: CoreInput) -> CoreOutput:
         desired.update(ocmobjects.build(ctx, cv, deployable))
 
     notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
+    for w in enforce_image_pairs(
+        mutation.image_pair_defects,
+        fatal=policy.configData.imagePairs == "Fatal",
+        downgrade="Ops can make this a Warning while the ConfigData is fixed: policy configData.imagePairs: Warning",
+    ):
+        notes.append(Note("Warning", "ConfigDataWarning", w))
     flux_objs = flux.build(ctx, src, mutation)
     gate_open, why = _gate_open(inp, ctx)
     already = any(k in inp.observed for k in flux_objs)

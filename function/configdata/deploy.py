@@ -20,6 +20,7 @@ from typing import Any, Callable, Hashable, Literal, Mapping
 
 from function.configdata import helm, kustomize
 from function.configdata.engine import plan
+from function.configdata.localize import ImagePairDefect, image_pair_defects
 from function.configdata.memo import DIGESTS, MUTATIONS, approx_size, digest, files_digest
 from function.configdata.model import parse_configdata
 from function.configdata.paths import format_path
@@ -54,6 +55,9 @@ class FluxMutation:
     trace: tuple[Trace, ...] = ()
     warnings: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()  # rules that address files outside this deployable, with why
+    # Applied localization values no repository:tag template can use; the policy decides
+    # whether they are Fatal or Warnings (configData.imagePairs), so they are not in warnings.
+    image_pair_defects: tuple[ImagePairDefect, ...] = ()
 
 
 Locate = Callable[[ComponentVersion, Resource], str]
@@ -172,7 +176,9 @@ def _json_like(v: Any, depth: int) -> bool:
 def _size(m: FluxMutation) -> int:
     return 500 + approx_size(m.helm_values) + sum(approx_size(p) for p in m.kustomize_patches) + sum(
         300 + approx_size(t.value) + approx_size(t.old) + len(t.path) for t in m.trace
-    ) + approx_size(list(m.warnings)) + approx_size(list(m.skipped))
+    ) + approx_size(list(m.warnings)) + approx_size(list(m.skipped)) + sum(
+        300 + len(d.message) for d in m.image_pair_defects
+    )
 
 
 def _checked(
@@ -211,6 +217,7 @@ def _mutation_for(
     helm_values: dict[str, Any] = {}
     patches: list[Mapping[str, Any]] = []
     traces: list[Trace] = []
+    applied_subs: list[Any] = []
     skipped: list[str] = []
     what = "chart" if flavour == "helm" else "Kustomize directory"
 
@@ -241,6 +248,7 @@ def _mutation_for(
             kustomize.check_change(change, doc, over)
             patches.append(kustomize.patch_for(change, doc))
         traces.append(_trace(change))
+        applied_subs.append(sub)
 
     # Planning warnings only matter for substitutions that this deployable applies.
     applied = {(t.rule, t.file, t.path) for t in traces}
@@ -259,6 +267,7 @@ def _mutation_for(
         trace=tuple(traces),
         warnings=tuple(warnings),
         skipped=tuple(skipped),
+        image_pair_defects=image_pair_defects(applied_subs, configdata_name),
     )
 
 

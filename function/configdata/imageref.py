@@ -8,9 +8,12 @@ digest is present, ``docker.io`` becomes ``index.docker.io``, single-segment Doc
 names gain ``library/``, a missing tag becomes ``latest``, and only a first segment holding
 ``.`` or ``:`` is a registry (so ``localhost/x`` is a Docker Hub repository, as in ggcr).
 The OCM library's own split-at-first-colon is *not* reproduced: it breaks on registry ports.
-One deliberate deviation: ggcr wants repositories of at least 2 characters; we accept 1
-(``localhost:5000/x:1``), where upstream would have failed the whole localization; and a
-reference with a URL scheme is refused (ggcr would take ``http:`` for a registry).
+Deliberate deviations: ggcr wants repositories of at least 2 characters; we accept 1
+(``localhost:5000/x:1``), where upstream would have failed the whole localization; a
+reference with a URL scheme is refused (ggcr would take ``http:`` for a registry); and the
+tag written next to a digest is kept (:attr:`ImageRef.pinned_tag`), because a ``tag`` rule
+feeding a ``repository:tag`` template needs ``TAG@sha256:…``, not the bare digest ggcr's
+``Identifier()`` gives.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ class ImageRef:
 
     registry: str  # Context().Registry.Name()
     repository_raw: str  # repository as written (without the implicit library/)
-    tag: str  # explicit or defaulted tag ("" when parsed as a digest reference)
+    tag: str  # explicit or defaulted tag; with a digest, only the tag written next to it (or "")
     digest: str  # "sha256:<hex>" or ""
 
     @property
@@ -63,6 +66,17 @@ class ImageRef:
     def identifier(self) -> str:
         """Identifier(): the digest when there is one, else the tag."""
         return self.digest or self.tag
+
+    @property
+    def pinned_tag(self) -> str:
+        """What a ``repository:tag`` template needs: ``TAG@sha256:…`` when both are known.
+
+        The bare digest when there is no tag to put before it (no ``repository:tag`` template
+        can use that; the caller reports it), the tag alone when there is no digest.
+        """
+        if self.digest and self.tag:
+            return f"{self.tag}@{self.digest}"
+        return self.identifier
 
 
 def _check(kind: str, value: str, chars: frozenset[str], lo: int, hi: int, where: str, ref: str) -> None:
@@ -98,6 +112,7 @@ def _repository(base: str, where: str, ref: str) -> tuple[str, str]:
 
 
 def _tag(text: str, where: str, ref: str) -> tuple[str, str, str]:
+    """(registry, repository, tag as written or "")."""
     parts = text.split(":")
     base, tag = text, ""
     if len(parts) > 1 and "/" not in parts[-1]:
@@ -106,7 +121,7 @@ def _tag(text: str, where: str, ref: str) -> tuple[str, str, str]:
             raise BadReference(where, f"image reference {ref!r}: no tag name after the colon")
         _check("tag", tag, _TAG_CHARS, 1, 128, where, ref)
     registry, repo = _repository(base, where, ref)
-    return registry, repo, tag or DEFAULT_TAG
+    return registry, repo, tag
 
 
 def parse_reference(text: str, *, where: str = "") -> ImageRef:
@@ -117,7 +132,7 @@ def parse_reference(text: str, *, where: str = "") -> ImageRef:
         raise BadReference(where, f"image reference {text[:200]!r} must not carry a URL scheme")
     try:
         registry, repo, tag = _tag(text, where, text)
-        return ImageRef(registry, repo, tag, "")
+        return ImageRef(registry, repo, tag or DEFAULT_TAG, "")
     except BadReference as tag_error:
         parts = text.split("@")
         if len(parts) != 2:
@@ -130,10 +145,10 @@ def parse_reference(text: str, *, where: str = "") -> ImageRef:
     if not _HEX64.fullmatch(dig[len("sha256:") :]):
         raise BadReference(where, f"image reference {text!r}: digest must be sha256 and 64 lowercase hex digits")
     try:
-        registry, repo, _ = _tag(base, where, text)
+        registry, repo, tag = _tag(base, where, text)
     except BadReference:
-        registry, repo = _repository(base, where, text)
-    return ImageRef(registry, repo, "", dig)
+        (registry, repo), tag = _repository(base, where, text), ""
+    return ImageRef(registry, repo, tag, dig)
 
 
 def image_name(value: str) -> str:

@@ -8,14 +8,24 @@ which applies the packaging contract); its parts follow go-containerregistry, se
 
 Refused, naming the rule: CUE ``mapping`` rules, ``referencePath`` (resources of referenced
 components), and a rule with no target field.
+
+A ``tag`` rule writes ``TAG@sha256:…`` for a reference that has both (upstream wrote the bare
+digest, which no ``repository:tag`` template can use). Values no such template can use are
+*defects* (:class:`ImagePairDefect`): a bare digest as a tag (the reference names no tag), and
+a ``repository`` without the registry of a reference that has one and no ``registry`` rule
+beside it (the image would be pulled from Docker Hub, not from the transfer target). Whether
+a defect is Fatal (the default) or a Warning is the caller's policy
+(:func:`enforce_image_pairs`), decided only for substitutions that are actually applied:
+one ConfigData serves a chart and a Kustomize directory, and a rule for the other one must
+not fail this one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
-from function.configdata.imageref import ImageRef, parse_reference
+from function.configdata.imageref import DEFAULT_REGISTRY, BadReference, ImageRef, parse_reference
 from function.configdata.model import ConfigData, LocalizationRule
 from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
@@ -38,14 +48,105 @@ def field_value(ref: ImageRef, field: str) -> str:
         "registry": ref.registry,
         "repository": ref.repository,
         "fullyQualifiedRepository": ref.fully_qualified_repository,
-        "tag": ref.identifier,
+        "tag": ref.pinned_tag,
     }[field]
+
+
+@dataclass(frozen=True)
+class LocalizedSubstitution(Substitution):
+    """A localization substitution; ``defect`` says why no ``repository:tag`` template can use it."""
+
+    defect: str | None = None  # Fatal or Warning by policy, and only if the substitution is applied
+
+
+@dataclass(frozen=True)
+class ImagePairDefect:
+    """An invalid or unlocalized reference a rule would write into a ``repository:tag`` pair."""
+
+    rule: str
+    field: str
+    file: str
+    path: str
+    message: str
+    configdata: str = "ConfigData"  # how errors name the ConfigData ("ConfigData (resource config)")
+
+    @property
+    def where(self) -> str:
+        return f"{self.configdata} {self.rule}.{self.field} (file {self.file})"
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
 
 
 @dataclass(frozen=True)
 class Localized:
     substitutions: tuple[Substitution, ...]
     warnings: tuple[str, ...]
+
+
+def image_pair_defects(subs: Iterable[Substitution], configdata: str = "ConfigData") -> tuple[ImagePairDefect, ...]:
+    """The defects among ``subs`` (pass only the substitutions that are applied), in order."""
+    return tuple(
+        ImagePairDefect(s.rule, s.field, s.file, str(s.path), s.defect, configdata)
+        for s in subs
+        if isinstance(s, LocalizedSubstitution) and s.defect
+    )
+
+
+def enforce_image_pairs(defects: Iterable[ImagePairDefect], *, fatal: bool, downgrade: str) -> tuple[str, ...]:
+    """Raise the first defect (``fatal``), or return every defect as a warning line.
+
+    ``downgrade`` tells the reader how to make it a warning (the policy field or the CLI flag).
+    """
+    found = list(defects)
+    if not found:
+        return ()
+    if fatal:
+        first = found[0]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise InvalidConfigData(first.where, f"{first.message}{more}. {downgrade}", reason="InvalidImageReference")
+    return tuple(str(d) for d in found)
+
+
+def _published_tag(resource: Resource) -> str:
+    """The tag a localBlob image was published with (its ``referenceName``), or ""."""
+    name = resource.access.get("referenceName")
+    if not isinstance(name, str) or not name or len(name) > 1024:
+        return ""
+    try:
+        ref = parse_reference(name)
+    except BadReference:
+        return ""
+    last = name.split("@", 1)[0].rsplit("/", 1)[-1]
+    return ref.tag if ":" in last else ""
+
+
+def _defect(ref: ImageRef, field: str, value: str, path: str, has_registry_rule: bool) -> str | None:
+    if field == "tag" and ref.digest and not ref.tag:
+        return (
+            f"{path} would receive the bare digest {value[:19]}…, which is not a tag: a template of the form "
+            f"'repository:tag' renders '{ref.repository}:sha256:…', an invalid reference, and the reference "
+            "names no tag to write before the digest. Use an 'image' rule for the full reference, or write the "
+            "digest into the chart's digest field"
+        )
+    if field == "repository" and not has_registry_rule and ref.registry != DEFAULT_REGISTRY:
+        return (
+            f"{path} would receive {value!r}, the repository without its registry {ref.registry!r}: a "
+            "'repository:tag' template then pulls from Docker Hub, not from the registry the component was "
+            "transferred to. Use 'fullyQualifiedRepository' (registry included), or add a 'registry' rule "
+            "for the template's registry value"
+        )
+    return None
+
+
+def _warning(ref: ImageRef, field: str, value: str, path: str, has_registry_rule: bool) -> str | None:
+    if field == "repository" and not has_registry_rule and ref.registry == DEFAULT_REGISTRY:
+        return (
+            f"{path} receives {value!r}, the repository without its registry {ref.registry!r} (upstream "
+            "semantics); unless the template prepends the registry from a 'registry' rule, use "
+            "'fullyQualifiedRepository'"
+        )
+    return None
 
 
 def _check_supported(rule: LocalizationRule, where: str) -> None:
@@ -70,6 +171,20 @@ def _check_supported(rule: LocalizationRule, where: str) -> None:
         )
 
 
+RuleKey = tuple[str, tuple[tuple[str, str], ...], str]  # resource name, extraIdentity, file
+
+
+def _key(rule: LocalizationRule) -> RuleKey | None:
+    if rule.resource is None:
+        return None
+    return (rule.resource.name, tuple(sorted(rule.resource.extraIdentity.items())), rule.file)
+
+
+def registry_rules(cd: ConfigData) -> frozenset[RuleKey]:
+    """The (resource, file) pairs some rule writes a ``registry`` for."""
+    return frozenset(k for r in cd.localization if r.registry and (k := _key(r)) is not None)
+
+
 def plan_localization(
     cd: ConfigData, cv: ComponentVersion, locate: Locate | None = None, *, only_file: str | None = None
 ) -> Localized:
@@ -81,39 +196,62 @@ def plan_localization(
     locate = locate or default_locate
     subs: list[Substitution] = []
     warnings: list[str] = []
+    with_registry = registry_rules(cd)
     for i, rule in enumerate(cd.localization):
         if only_file is not None and rule.file != only_file:
             continue
-        rid = f"localization[{i}]"
-        where = f"ConfigData {rid} (file {rule.file})"
-        _check_supported(rule, where)
-        assert rule.resource is not None
-        resource = find_resource(
-            cv.descriptor, rule.resource.name, rule.resource.extraIdentity, where=f"ConfigData {rid}.resource"
-        )
-        try:
-            text = locate(cv, resource)
-        except SackError as e:
-            raise type(e)(f"ConfigData {rid}.resource", f"{e.where}: {e.message}" if e.where else e.message) from None
-        ref = parse_reference(text, where=f"ConfigData {rid}.resource ({resource.describe()})")
-        for field, raw_path in rule.targets():
-            path = parse_path(raw_path, where=f"ConfigData {rid}.{field} (file {rule.file})")
-            value = field_value(ref, field)
-            warning = None
-            if field == "tag" and ref.digest:
-                warning = (
-                    f"ConfigData {rid}.tag (file {rule.file}): {resource.describe()} is pinned by digest, so "
-                    f"{path} receives {ref.digest!r}; a template of the form 'repository:tag' then yields "
-                    f"an invalid reference ('{ref.repository}:sha256:…'). Pin by digest instead: use an "
-                    "'image' rule for the full reference, or write the digest into the chart's digest field"
-                )
-            elif field == "repository" and not rule.registry:
-                warning = (
-                    f"ConfigData {rid}.repository (file {rule.file}): {path} receives {value!r}, the "
-                    f"repository without its registry {ref.registry!r} (upstream semantics); unless the "
-                    "template prepends the registry from a 'registry' rule, use 'fullyQualifiedRepository'"
-                )
-            subs.append(Substitution(rid, field, rule.file, path, value, warning))
-            if warning:
-                warnings.append(warning)
+        planned = plan_rule(i, rule, cv, locate, with_registry)
+        subs.extend(planned)
+        warnings.extend(s.warning for s in planned if s.warning)
     return Localized(tuple(subs), tuple(warnings))
+
+
+def plan_rule(
+    i: int,
+    rule: LocalizationRule,
+    cv: ComponentVersion,
+    locate: Locate | None = None,
+    with_registry: frozenset[RuleKey] = frozenset(),
+) -> tuple[LocalizedSubstitution, ...]:
+    """The substitutions of ``localization[i]`` (``sack8s check`` plans rule by rule).
+
+    ``with_registry``: :func:`registry_rules` of the ConfigData; a ``repository`` for a
+    resource and file that also get a ``registry`` is completed by the template.
+    """
+    locate = locate or default_locate
+    rid = f"localization[{i}]"
+    where = f"ConfigData {rid} (file {rule.file})"
+    _check_supported(rule, where)
+    assert rule.resource is not None
+    resource = find_resource(
+        cv.descriptor, rule.resource.name, rule.resource.extraIdentity, where=f"ConfigData {rid}.resource"
+    )
+    try:
+        text = locate(cv, resource)
+    except SackError as e:
+        raise type(e)(f"ConfigData {rid}.resource", f"{e.where}: {e.message}" if e.where else e.message) from None
+    ref = parse_reference(text, where=f"ConfigData {rid}.resource ({resource.describe()})")
+    if ref.digest and not ref.tag:
+        tag = _published_tag(resource)
+        if tag:
+            ref = ImageRef(ref.registry, ref.repository_raw, tag, ref.digest)
+    has_registry = bool(rule.registry) or _key(rule) in with_registry
+    out: list[LocalizedSubstitution] = []
+    for field, raw_path in rule.targets():
+        path = parse_path(raw_path, where=f"ConfigData {rid}.{field} (file {rule.file})")
+        value = field_value(ref, field)
+        label = f"ConfigData {rid}.{field} (file {rule.file})"
+        warning = _warning(ref, field, value, str(path), has_registry)
+        if not out and not ref.digest:
+            warning = (
+                f"{resource.describe()} is not pinned by digest ({text[:200]!r}): the registry can change "
+                "what runs (accepted only because unpinned images are allowed: policy "
+                "source.allowUnpinnedImages, or sack8s --allow-unpinned)" + (f"; also: {warning}" if warning else "")
+            )
+        defect = _defect(ref, field, value, str(path), has_registry)
+        out.append(
+            LocalizedSubstitution(
+                rid, field, rule.file, path, value, f"{label}: {warning}" if warning else None, defect
+            )
+        )
+    return tuple(out)
