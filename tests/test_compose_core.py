@@ -11,6 +11,7 @@ import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from function.compose import names
+from support import example_component
 from function.render import claim_to_xr, input_from_composition, load_docs, render
 
 REPO = Path(__file__).resolve().parents[1]
@@ -196,7 +197,7 @@ def test_status_reports_version_digest_images_and_substitutions() -> None:
     xr, policy = load()
     st = run(xr, policy).xr["status"]
     assert st["component"]["version"] == "6.2.0"
-    assert st["component"]["descriptorDigest"].startswith("sha256:b26fc226")
+    assert st["component"]["descriptorDigest"] == example_component.version().descriptor_manifest
     assert st["images"] == [
         {"resource": "image", "reference": "127.0.0.1:5000/upstream/podinfo:6.2.0@sha256:11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1"}
     ]
@@ -212,7 +213,7 @@ def test_helm_flux_objects_follow_the_packaging_contract() -> None:
     got = by_key(run(xr, policy, observed=observed("helm")))
     src = got["flux-ocirepository"]["spec"]
     assert src["url"] == "oci://127.0.0.1:5000/source/component-descriptors/acme.org/sack8s/podinfo"
-    assert src["ref"] == {"digest": "sha256:d3db565bb38f9b1e65f95416ccdd7582911e79a57a5007ffb5f80a4b1d47d315"}
+    assert src["ref"] == {"digest": example_component.version().local("chart")}
     assert src["layerSelector"] == {"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "operation": "copy"}
     assert src["insecure"] is True and src["secretRef"] == {"name": "podinfo-repository"}
     hr = got["flux-helmrelease"]["spec"]
@@ -227,7 +228,7 @@ def test_kustomize_flux_objects_follow_the_packaging_contract() -> None:
     xr, policy = load("examples/xr-kustomize.yaml")
     got = by_key(run(xr, policy, observed=observed("kustomize")))
     src = got["flux-ocirepository"]["spec"]
-    assert src["ref"] == {"digest": "sha256:b26fc2267f0e35e832634e1dff37d72921e67d697108be284416c34392a78095"}
+    assert src["ref"] == {"digest": example_component.version().descriptor_manifest}
     assert src["layerSelector"] == {"mediaType": "application/x-tar+gzip", "operation": "extract"}
     ks = got["flux-kustomization"]["spec"]
     assert ks["path"] == "./" and ks["prune"] is True and ks["serviceAccountName"] == "podinfo-kustomize-deployer"

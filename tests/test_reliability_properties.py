@@ -52,10 +52,11 @@ from function.fn import FunctionRunner
 from function.ocm.cache import Cache
 from function.render import Rendered, render
 from function.sources import SourceFactory
+from support import example_component  # noqa: E402
 
 CTF_BLOBS = REPO / "examples/component/ctf/blobs"
-DESCRIPTOR_BLOB = CTF_BLOBS / "sha256.6e4882aea244716c0b8db6c7aac33be318a37300bca8eaadba7dae08e4c80f07"
-CONFIGDATA_BLOB = CTF_BLOBS / "sha256.29f6125ecdc4a1ed3635c8a12497221b3d5fc27e8b4d6a73231db6765d395051"
+DESCRIPTOR_BLOB = example_component.version().descriptor
+CONFIGDATA_BLOB = example_component.version().path("config")
 OWNER = "sack8s.io/owner"
 
 

@@ -50,9 +50,10 @@ from function.fn import FunctionRunner
 from function.ocm import versions
 from function.ocm.cache import Cache
 from function.sources import SourceFactory
+from support import example_component  # noqa: E402
 
 CTF = REPO / "examples/component/ctf"
-CONFIG_BLOB = "sha256.29f6125ecdc4a1ed3635c8a12497221b3d5fc27e8b4d6a73231db6765d395051"
+CONFIG_BLOB = example_component.version().path("config").name
 ANNOTATION = "crossplane.io/composition-resource-name"
 EXTRA_NAMESPACES = ("second", "third")  # names that appear in no other composition-resource name
 

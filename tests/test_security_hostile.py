@@ -34,10 +34,11 @@ from function.fn import FunctionRunner
 from function.ocm.cache import Cache
 from function.render import Rendered, render
 from function.sources import SourceFactory
+from support import example_component  # noqa: E402
 
 CTF_BLOBS = REPO / "examples/component/ctf/blobs"
-DESCRIPTOR_BLOB = CTF_BLOBS / "sha256.6e4882aea244716c0b8db6c7aac33be318a37300bca8eaadba7dae08e4c80f07"
-CONFIGDATA_BLOB = CTF_BLOBS / "sha256.29f6125ecdc4a1ed3635c8a12497221b3d5fc27e8b4d6a73231db6765d395051"
+DESCRIPTOR_BLOB = example_component.version().descriptor
+CONFIGDATA_BLOB = example_component.version().path("config")
 YAML_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi")
 )
@@ -92,7 +93,7 @@ def component_dir(root: Path, configdata: str | bytes | None = None, chart_files
             layer = gzip.compress(buf.getvalue(), mtime=0)
             layer_digest = hashlib.sha256(layer).hexdigest()
             (root / "blobs" / f"sha256.{layer_digest}").write_bytes(layer)
-            cfg = (CTF_BLOBS / "sha256.3fdbc072c278156a2a6c89b9a1311478139997712176fe786429ab9e1a841dfb").read_bytes()
+            cfg = example_component.chart_config().read_bytes()
             manifest = json.dumps({
                 "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
                 "config": {"mediaType": "application/vnd.cncf.helm.config.v1+json",
