@@ -246,17 +246,24 @@ def test_fixture_component_from_ctf(fixtures_dir, tmp_path):
     assert "not applicable: ConfigData localization[1] addresses file values.yaml" in r.stderr
 
 
-def test_fixture_chart_values_localized_from_descriptor_file(fixtures_dir):
-    r = run("localize", "--config-data", str(fixtures_dir / "inputs/config/config.yaml"),
+def test_fixture_chart_values_repository_without_registry_is_refused(fixtures_dir):
+    """The OCM CLI fixture's ConfigData maps the image to repository + tag of a chart whose
+    repository carries the host: the chart would pull copied-default/… from Docker Hub."""
+    args = ["localize", "--config-data", str(fixtures_dir / "inputs/config/config.yaml"),
             "--root", str(fixtures_dir / "inputs/chart/podinfo"),
             "--component", str(fixtures_dir / "descriptors/copied-default-6.2.0.json"),
-            "--registry", "http://127.0.0.1:5000/copied-default", "values.yaml")
+            "--registry", "http://127.0.0.1:5000/copied-default", "values.yaml"]
+    r = run(*args)
+    assert_one_line_error(r, "ConfigData localization[1].repository (file values.yaml)", "without its registry",
+                          "'127.0.0.1:5000'", "fullyQualifiedRepository", "--image-pairs warning")
+    r = run(*args, "--image-pairs", "warning")
     assert r.exit_code == 0, r.stderr
+    # the localBlob image's tag comes from its referenceName (upstream/podinfo:6.2.0), before the digest
     assert r.stdout == (
         "replicaCount: 1\nimage:\n  repository: copied-default/component-descriptors/acme.org/sack8s/podinfo\n"
-        "  tag: sha256:11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1\n"
+        "  tag: 6.2.0@sha256:11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1\n"
     )
-    assert "pinned by digest" in r.stderr and "fullyQualifiedRepository" in r.stderr
+    assert "warning: ConfigData localization[1].repository (file values.yaml)" in r.stderr
 
 
 def test_local_blob_without_registry_is_a_clear_error(fixtures_dir):

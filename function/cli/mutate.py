@@ -10,7 +10,6 @@ that touches files, stdin or the network.
 
 from __future__ import annotations
 
-import asyncio
 import posixpath
 import sys
 from pathlib import Path
@@ -19,7 +18,9 @@ from typing import Any, NoReturn
 import click
 
 from function.errors import ComponentError, InvalidValues, SackError
-from function.yamlio import MAX_BYTES, load_all, load_one
+
+# function.yamlio's cap (ruamel is imported only when a command reads YAML: sack8s --help must stay fast)
+MAX_BYTES = 4 * 1024 * 1024
 
 EXIT_ERROR = 1
 
@@ -96,6 +97,8 @@ def _normalise(name: str) -> str:
 
 def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
     """A plain YAML values file, or a ConfigMap whose (``--key``) data entry is a YAML string."""
+    from function.yamlio import load_all, load_one
+
     docs = load_all(data, name)
     if not docs:
         if key:
@@ -132,6 +135,17 @@ def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
 
 def load_component(source: str, *, plain_http: bool = False, registry: str | None = None) -> Any:
     """SOURCE → ComponentVersion via the component-source modules (descriptor, dir, CTF, OCI)."""
+
+    async def just_the_version(src: Any, cv: Any) -> Any:
+        return cv
+
+    return with_component(source, just_the_version, plain_http=plain_http, registry=registry)
+
+
+def with_component(source: str, then: Any, *, plain_http: bool = False, registry: str | None = None) -> Any:
+    """Open SOURCE, get the component version, and ``await then(src, cv)`` before closing it."""
+    import asyncio
+
     from function.ocm.descriptor import parse_descriptor
     from function.ocm.location import DESCRIPTOR_FILES, open_source, parse_location, parse_repository
 
@@ -164,13 +178,42 @@ def load_component(source: str, *, plain_http: bool = False, registry: str | Non
                     shown = ", ".join(versions[:10]) or "none"
                     raise ComponentError(f"source {source}", f"name the version of {component} (found: {shown})")
                 v = versions[0]
-            return await src.get(component, v)
+            return await then(src, await src.get(component, v))
         finally:
             close = getattr(src, "aclose", None)
             if close is not None:
                 await close()
 
     return asyncio.run(get())
+
+
+def make_locate(allow_unpinned: bool) -> Any:
+    """The packaging contract's localized reference, with the CLI's way out for unpinned images.
+
+    Refusing an image that has neither a digest nor a resource digest is the product's promise;
+    a team testing a component that is not pinned yet passes ``--allow-unpinned`` (a warning
+    then says so), and the refusal names that flag.
+    """
+    from function.ocm.access import localized_reference
+
+    def locate(cv: Any, resource: Any) -> str:
+        try:
+            return localized_reference(cv, resource, allow_unpinned=allow_unpinned)
+        except ComponentError as e:
+            if allow_unpinned:
+                raise
+            try:
+                localized_reference(cv, resource, allow_unpinned=True)
+            except SackError:
+                raise e from None
+            raise ComponentError(
+                e.where, f"{e.message}; to test the ConfigData with it anyway, pass --allow-unpinned"
+            ) from None
+
+    return locate
+
+
+IMAGE_PAIRS_DOWNGRADE = "Pass --image-pairs warning to report it as a warning while the ConfigData is fixed"
 
 
 def _run(
@@ -185,8 +228,11 @@ def _run(
     registry: str | None = None,
     values_file: str | None = None,
     key: str | None = None,
+    allow_unpinned: bool = False,
+    image_pairs: str = "fatal",
 ) -> None:
     from function.configdata.engine import apply_to_file, plan
+    from function.configdata.localize import enforce_image_pairs, image_pair_defects
     from function.configdata.model import parse_configdata
     from function.configdata.substitution import describe
 
@@ -212,8 +258,14 @@ def _run(
             values=values,
             localize=localize,
             configure=configure,
+            locate=make_locate(allow_unpinned) if localize else None,
         )
         result = apply_to_file(text, name, p.substitutions)
+        pair_warnings = enforce_image_pairs(
+            image_pair_defects(c.sub for c in result.changes),
+            fatal=image_pairs.lower() == "fatal",
+            downgrade=IMAGE_PAIRS_DOWNGRADE,
+        )
     except Failure as e:
         _fail(str(e))
     except SackError as e:
@@ -229,6 +281,8 @@ def _run(
     for change in result.changes:
         if change.sub.warning:
             _log(f"warning: {change.sub.warning}")
+    for w in pair_warnings:
+        _log(f"warning: {w}")
     if not result.changes:
         _log(f"warning: no {'/'.join(k for k, on in (('localization', localize), ('configuration', configure)) if on)} "
              f"rule of the ConfigData addresses {name}; printed unchanged")
@@ -252,6 +306,12 @@ _component = [
     click.option("--plain-http", is_flag=True, help="Talk plain HTTP to a registry given without a scheme."),
     click.option("--registry", metavar="HOST[/BASE]",
                  help="Registry a local CTF/directory stands for (where the cluster pulls localBlob images)."),
+    click.option("--allow-unpinned", is_flag=True,
+                 help="Accept an image with neither digest nor resource digest (a warning; never in production)."),
+    click.option("--image-pairs", type=click.Choice(["fatal", "warning"], case_sensitive=False), default="fatal",
+                 show_default=True,
+                 help="A rule writing an invalid or unlocalized reference into a repository:tag pair: "
+                 "an error, or a warning (the policy's configData.imagePairs)."),
 ]
 _values = [
     click.option("--values", "values_file", required=True, metavar="VALUES.yaml",
@@ -289,5 +349,3 @@ def mutate(**kw: Any) -> None:
     """Print FILE with localization, then configuration, applied (upstream order)."""
     _run(**kw)
 
-
-COMMANDS = [localize, configure, mutate]

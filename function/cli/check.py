@@ -1,0 +1,135 @@
+"""``sack8s check``: lint a ConfigData against its deployable before a team publishes it.
+
+One line per finding on stdout, ``error|warning: <rule>: <file>: <path>: message`` (``-`` where
+a part does not apply), a count on stderr; exit 1 when there is an error, else 0. The checks
+themselves are :mod:`function.configdata.check`; this module only reads the ConfigData, the
+deployable's files (``--root``) and the component (``--component``, which also supplies every
+Helm chart and Kustomize directory it ships when there is no ``--root``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import click
+
+from function.cli.mutate import (
+    MAX_BYTES,
+    Failure,
+    _Command,
+    _fail,
+    _log,
+    _read,
+    make_locate,
+    with_component,
+)
+from function.errors import SackError
+
+MAX_FILES = 4096
+MAX_TOTAL = 64 * 1024 * 1024
+
+
+def read_root(root: Path) -> dict[str, bytes]:
+    """Every regular file under ``root`` (hidden directories skipped), by POSIX path."""
+    if not root.is_dir():
+        raise Failure(f"--root {root}: not a directory")
+    files: dict[str, bytes] = {}
+    total = 0
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts[:-1]) or p.is_symlink() or not p.is_file():
+            continue
+        if len(files) >= MAX_FILES:
+            raise Failure(f"--root {root}: more than {MAX_FILES} files")
+        if p.stat().st_size > MAX_BYTES:
+            continue  # not a manifest the engine would read; a rule naming it says so
+        data = _read(p, "file")
+        total += len(data)
+        if total > MAX_TOTAL:
+            raise Failure(f"--root {root}: more than {MAX_TOTAL} bytes of files")
+        files[rel.as_posix()] = data
+    return files
+
+
+def _flavour_of(files: dict[str, bytes]) -> str | None:
+    if "Chart.yaml" in files:
+        return "helm"
+    if any(f in files for f in ("kustomization.yaml", "kustomization.yml", "Kustomization")):
+        return "kustomize"
+    return None
+
+
+def _component_deployables(source: str, plain_http: bool, registry: str | None) -> tuple[Any, list[Any], list[Any]]:
+    """(component version, its deployables, findings for deployables that cannot be read)."""
+    from function.configdata.check import Deployable, Finding
+    from function.ocm.fetch import DEPLOYABLE_TYPES, fetch_deployable
+    from function.ocm.model import TYPE_HELM_CHART
+
+    async def read(src: Any, cv: Any) -> tuple[Any, list[Any], list[Any]]:
+        deployables, problems = [], []
+        for r in cv.descriptor.resources:
+            if r.type not in DEPLOYABLE_TYPES:
+                continue
+            try:
+                files, _ = await fetch_deployable(src, cv, r)
+            except SackError as e:
+                problems.append(Finding("warning", "component", "-", "-",
+                                        f"{r.describe()} cannot be read, so no rule is checked against it: {e}"))
+                continue
+            flavour = "helm" if r.type == TYPE_HELM_CHART else "kustomize"
+            deployables.append(Deployable(r.describe(), flavour, MappingProxyType(dict(files))))
+        return cv, deployables, problems
+
+    return with_component(source, read, plain_http=plain_http, registry=registry)
+
+
+@click.command("check", cls=_Command)
+@click.option("--config-data", "config_data", required=True, metavar="CD.yaml", help="The ConfigData file.")
+@click.option("--component", metavar="SOURCE",
+              help="Component version (descriptor, directory, CTF, or [TYPE::]REPO//NAME:VERSION): its images, and "
+              "without --root its charts and Kustomize directories.")
+@click.option("--root", metavar="DIR", help="The deployable's files (a chart or a Kustomize directory).")
+@click.option("--plain-http", is_flag=True, help="Talk plain HTTP to a registry given without a scheme.")
+@click.option("--registry", metavar="HOST[/BASE]",
+              help="Registry a local CTF/directory stands for (where the cluster pulls localBlob images).")
+@click.option("--allow-unpinned", is_flag=True, help="An image with neither digest nor resource digest is a warning.")
+@click.option("--image-pairs", type=click.Choice(["fatal", "warning"], case_sensitive=False), default="fatal",
+              show_default=True, help="Image-pair defects are errors (fatal) or warnings.")
+def check(config_data: str, component: str | None, root: str | None, plain_http: bool, registry: str | None,
+          allow_unpinned: bool, image_pairs: str) -> None:
+    """Lint a ConfigData against its deployable: one line per finding, exit 1 on errors."""
+    from function.configdata.check import Deployable, check as run_check, has_errors
+
+    try:
+        if not component and not root:
+            raise Failure("give --component SOURCE, --root DIR, or both")
+        cd_path = Path(config_data)
+        data = _read(cd_path, "--config-data")
+        cv, deployables, findings = None, [], []
+        if component:
+            cv, deployables, findings = _component_deployables(component, plain_http, registry)
+        if root:
+            files = read_root(Path(root))
+            deployables = [Deployable(f"--root {root}", _flavour_of(files), MappingProxyType(files))]  # type: ignore[arg-type]
+        findings = findings + run_check(
+            data,
+            deployables=deployables,
+            component=cv,
+            locate=make_locate(allow_unpinned),
+            image_pairs_fatal=image_pairs.lower() == "fatal",
+            complete=root is None,
+            name=f"ConfigData {cd_path.name}",
+        )
+    except (Failure, SackError) as e:
+        _fail(str(e))
+    for f in findings:
+        click.echo(f.line())
+    errors = sum(f.severity == "error" for f in findings)
+    _log(f"check: {errors} error(s), {len(findings) - errors} warning(s)")
+    sys.stdout.flush()
+    if has_errors(findings):
+        sys.exit(1)
+
