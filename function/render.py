@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from crossplane.function import resource as sdkresource
-from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from ruamel.yaml import YAML
 
-from function.api.policy import INPUT_GROUP
 from function.errors import SackError
-from function.fn import FunctionRunner
 from function.structs import plain, to_dict
 from function.yamlio import load_all
+
+# The Crossplane SDK, protobuf messages and function.fn (gRPC, the pydantic models) are imported
+# in the functions that run the function: the YAML helpers here serve `sack8s xrd` and tests too.
+INPUT_GROUP = "sack8s.fn.crossplane.io"  # function.api.policy.INPUT_GROUP (a test keeps them equal)
 
 ANNOTATION_RESOURCE_NAME = "crossplane.io/composition-resource-name"
 MAX_REQUIREMENT_ROUNDS = 5
@@ -119,6 +119,8 @@ def step_credentials(step: Mapping[str, Any], secrets: Iterable[Mapping[str, Any
 
 
 def _credentials(docs: Iterable[Mapping[str, Any]]) -> dict[str, fnv1.Credentials]:
+    from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
     out: dict[str, fnv1.Credentials] = {}
     for d in docs:
         name = (d.get("metadata") or {}).get("name", "")
@@ -160,6 +162,11 @@ async def render(
     credentials: Iterable[Mapping[str, Any]] = (),
     runner: FunctionRunner | None = None,
 ) -> Rendered:
+    from crossplane.function import resource as sdkresource
+    from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+    from function.fn import FunctionRunner
+
     runner = runner or FunctionRunner()
     req = fnv1.RunFunctionRequest()
     req.meta.tag = "sack8s-render"
@@ -206,6 +213,9 @@ async def render(
 
 
 def _resource(doc: Mapping[str, Any]) -> fnv1.Resource:
+    from crossplane.function import resource as sdkresource
+    from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
     r = fnv1.Resource()
     sdkresource.update(r, dict(doc))
     return r

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
 import click
-from crossplane.function import logging as sdklogging
-from crossplane.function.proto.v1 import run_function_pb2 as fnv1
-
-from function.api.policy import MirrorPolicy
-from function.errors import SackError
-from function.fn import FunctionRunner
-from function.render import RenderError, claim_to_xr, load_docs, our_step, render, step_credentials
 
 
 def _one(path: str, what: str) -> dict:
+    from function.render import RenderError, load_docs
+
     docs = load_docs([path])
     if len(docs) != 1:
         raise RenderError(path, f"must hold exactly one {what}, found {len(docs)} documents")
@@ -35,6 +29,16 @@ def _one(path: str, what: str) -> dict:
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
 def render_cmd(xr_file, composition, input_file, component, observed, required_resources, function_credentials, include_results, verbose) -> None:
     """Print the desired composed resources as a YAML stream (exit 1 with the Fatal message on stderr)."""
+    import asyncio
+
+    from crossplane.function import logging as sdklogging
+    from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+    from function.api.policy import MirrorPolicy
+    from function.errors import SackError
+    from function.fn import FunctionRunner
+    from function.render import RenderError, claim_to_xr, load_docs, our_step, render, step_credentials
+
     sdklogging.configure(sdklogging.Level.DEBUG if verbose else sdklogging.Level.DISABLED)
     try:
         if composition and input_file:
@@ -78,5 +82,3 @@ def render_cmd(xr_file, composition, input_file, component, observed, required_r
             click.echo(f"{fnv1.Severity.Name(r.severity).removeprefix('SEVERITY_').title()} {r.reason}: {r.message}", err=True)
     click.echo(rendered.yaml(), nl=False)
 
-
-COMMANDS = [render_cmd]

@@ -5,12 +5,9 @@ from __future__ import annotations
 import logging as stdlogging
 
 import click
-from crossplane.function import cli as sdkcli
+from crossplane.function import cli as sdkcli  # its standard options; serve needs gRPC anyway
 
-from function import metrics
-from function.fn import FunctionRunner
-from function.ocm.cache import Cache
-from function.sources import SourceFactory
+METRICS_ENV = "SACK8S_METRICS_ADDRESS"  # function.metrics.ENV_ADDRESS (a test keeps them equal)
 
 
 @click.command("serve")
@@ -34,11 +31,16 @@ from function.sources import SourceFactory
 @click.option(
     "--metrics-address",
     default=None,
-    envvar=metrics.ENV_ADDRESS,
+    envvar=METRICS_ENV,
     help="Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9090). Off by default.",
 )
 def serve(tag_ttl: float, cache_bytes: int, metrics_address: str | None, **kwargs: object) -> None:
     """Serve RunFunction over gRPC (--insecure, --tls-certs-dir, --address, --debug)."""
+    from function import metrics
+    from function.fn import FunctionRunner
+    from function.ocm.cache import Cache
+    from function.sources import SourceFactory
+
     if metrics_address:
         try:
             metrics.parse_address(metrics_address)
@@ -54,5 +56,3 @@ def serve(tag_ttl: float, cache_bytes: int, metrics_address: str | None, **kwarg
     # its first call, so every line of a request carries the XR and claim (function/fn.py).
     sdkcli.run(runner, **kwargs)  # type: ignore[arg-type]
 
-
-COMMANDS = [serve]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from function.configdata.configure import plan_configuration
 from function.configdata.localize import Locate, plan_localization
 from function.configdata.model import ConfigData
 from function.configdata.substitution import Change, Substitution
@@ -44,6 +43,9 @@ def plan(
         subs.extend(loc.substitutions)
         warnings.extend(loc.warnings)
     if configure:
+        # Imported here: it loads jsonschema, which `sack8s localize` never needs.
+        from function.configdata.configure import plan_configuration
+
         subs.extend(plan_configuration(cd, values))
     return Plan(tuple(subs), tuple(warnings))
 
