@@ -511,12 +511,33 @@ def main() -> int:
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--workloads", default="small,medium,large")
     ap.add_argument("--servers", default=",".join(SERVERS))
+    ap.add_argument("--phases", default="servers,startup",
+                    help="servers (RunFunction CPU, peers, scaling, memory) and/or startup (sack8s command start-up)")
+    ap.add_argument("--startup-baseline", type=Path, metavar="DIR",
+                    help="a source tree of an older commit: startup figures before/after, paired")
+    ap.add_argument("--startup-json", type=Path, help="write the startup figures here as JSON")
     args = ap.parse_args()
+    phases = {p for p in args.phases.split(",") if p}
     budget = QUICK if args.quick else FULL
     sdklogging.configure(sdklogging.Level.DISABLED)
     started = time.time()
     cmd = " ".join(["python benchmarks/run.py", *sys.argv[1:]])
     print(f"# {cmd}\n# {machine()}\n# load average at start: {os.getloadavg()[0]:.2f}", flush=True)
+    startup_figures = None
+    if "startup" in phases:
+        import startup
+
+        runs = 3 if args.quick else 10
+        print(f"\nstartup: every command {runs} times after 1 warm-up"
+              + (f", paired with {args.startup_baseline}" if args.startup_baseline else ""), flush=True)
+        startup_figures = startup.measure(runs=runs, warmup=1, baseline=args.startup_baseline)
+        print(startup.table(startup_figures), flush=True)
+        if args.startup_json:
+            args.startup_json.parent.mkdir(parents=True, exist_ok=True)
+            args.startup_json.write_text(json.dumps({"command": cmd, "machine": machine(), "startup": startup_figures},
+                                                    indent=2, sort_keys=True) + "\n")
+    if "servers" not in phases:
+        return 0
 
     servers = [s for s in args.servers.split(",") if s]
     reg_bin = find_binary()
@@ -548,6 +569,8 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="sack8s-bench-"))
     results: dict[str, dict[str, Any]] = {}
     details: dict[str, Any] = {"command": cmd, "machine": machine(), "cold_warm": {}, "inprocess": {}, "skipped": skipped}
+    if startup_figures is not None:
+        details["startup"] = startup_figures
     try:
         names = [w for w in args.workloads.split(",") if w]
         factors = (1, 10) if args.quick else wl.SCALING_FACTORS

@@ -132,21 +132,22 @@ def check(
     _localization(report, cd, component, locate, deployables, image_pairs_fatal, complete)
     _configuration(report, cd, deployables, complete)
 
-    # The engine end to end, as the function runs it: its warnings, and errors not reported yet.
-    runs: list[tuple[str, Any]] = []
+    # The engine end to end, as the function runs it (per deployable), and its plan on its own:
+    # their warnings, and errors not reported yet.
+    runs: list[Any] = []
     if component is not None:
         for d in deployables:
             if d.flavour is not None:
-                runs.append((d.name, lambda d=d: mutation_for(d.flavour, configdata, component, d.files, None,
-                                                               locate=locate)))
-    if not runs:
-        runs.append(("plan", lambda: plan(cd, component=component, values=None, locate=locate,
-                                          localize=component is not None)))
-    for _, run in runs:
+                runs.append(lambda d=d: mutation_for(d.flavour, configdata, component, d.files, None, locate=locate))
+    localize = component is not None
+    runs.append(lambda: plan(cd, component=component, values=None, locate=locate, localize=localize))
+    runs.append(lambda: plan(cd, component=component, values=None, locate=locate, localize=localize,
+                             configure=False))  # planning warnings, when values the defaults lack stop the first
+    for run in runs:
         try:
             result = run()
         except InvalidValues:
-            continue  # the schema checks below the defaults already said what values must supply
+            continue  # the schema checks above already said what values must supply
         except SackError as e:
             if not report.mentions(e.message):
                 report.add(_from_error(e))
