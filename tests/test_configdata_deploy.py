@@ -58,6 +58,7 @@ def test_fixture_kustomize_by_reference(fixtures_dir, kustomize_files, config):
     assert m.trace[1] == Trace("configuration.rules[0]", "deployment.yaml", 0, "spec.replicas", 3, 1)
     assert m.helm_values == {}
     assert m.warnings == ()  # the values.yaml tag warning belongs to a rule that is skipped here
+    assert m.image_pair_defects == ()  # and so does its repository defect: it cannot fail this deployable
     assert m.skipped == (
         "ConfigData localization[1].repository: file values.yaml is not in the Kustomize directory",
         "ConfigData localization[1].tag: file values.yaml is not in the Kustomize directory",
@@ -69,11 +70,15 @@ def test_fixture_helm_local_blob(fixtures_dir, config):
     chart = fixtures_dir / "inputs/chart/podinfo"
     files = {p.relative_to(chart).as_posix(): p.read_bytes() for p in chart.rglob("*") if p.is_file()}
     m = mutation_for("helm", config, cv, files, None)
-    assert m.helm_values == {"image": {"repository": "target/component-descriptors/acme.org/sack8s/podinfo", "tag": D}}
+    assert m.helm_values == {
+        "image": {"repository": "target/component-descriptors/acme.org/sack8s/podinfo", "tag": f"6.2.0@{D}"}
+    }
     assert [t.rule for t in m.trace] == ["localization[1]", "localization[1]"]
     assert m.trace[1].old == "6.2.0"
-    assert any("pinned by digest" in w for w in m.warnings)
-    assert any("fullyQualifiedRepository" in w for w in m.warnings)
+    # repository without the registry: a defect for the core's policy, not a warning
+    (defect,) = m.image_pair_defects
+    assert (defect.rule, defect.field, defect.path) == ("localization[1]", "repository", "image.repository")
+    assert "fullyQualifiedRepository" in defect.message and m.warnings == ()
     assert "ConfigData localization[0].image: file deployment.yaml is not in the chart" in m.skipped
     assert m.kustomize_patches == ()
 

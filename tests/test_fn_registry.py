@@ -58,6 +58,10 @@ def setup(host: str, mode: str, xr_file: str = "examples/xr.yaml") -> tuple[dict
     policy["registries"] = [{"host": host, "plainHTTP": True}]
     policy["mirrors"] = []
     policy["ocm"] = {"enabled": True, "gate": False}
+    # The fixture registry's components carry the OCM CLI fixtures' ConfigData, whose Helm rule
+    # writes `repository` without the registry: refused by default (tests/test_image_pairs_policy.py);
+    # these tests are about reading registries, so they take the downgrade.
+    policy["configData"] = {"imagePairs": "Warning"}
     return xr, policy
 
 
@@ -83,7 +87,9 @@ def test_helm_in_every_transfer_mode(fixture_registry, mode: str) -> None:
     assert status["component"]["descriptorDigest"] == DESCRIPTOR_MANIFESTS[mode]
     assert status["images"] == [{"resource": "image", "reference": localized_image(mode, repo)}]
     values = got["flux-helmrelease"]["spec"]["values"]
-    assert values["image"]["tag"] == IMAGE  # the fixture ConfigData's tag rule receives the digest
+    # the fixture ConfigData's tag rule: TAG@digest in every mode (copied-default: the referenceName tag)
+    assert values["image"]["tag"] == f"6.2.0@{IMAGE}"
+    assert any("localization[1].repository" in r.message for r in out.results)  # the downgraded defect
 
 
 @pytest.mark.parametrize("mode", sorted(DESCRIPTOR_MANIFESTS))

@@ -86,6 +86,7 @@ def test_cache_statistics_and_registry_latency_from_the_real_registry(proxy) -> 
     xr["spec"]["component"]["version"] = "6.2.0"
     policy["registries"] = [{"host": proxy.host, "plainHTTP": True}]
     policy["mirrors"] = []
+    policy["configData"] = {"imagePairs": "Warning"}  # the fixture registry's ConfigData (issue 20)
     before = scrape()
     r = runner()
     assert asyncio.run(render(copy.deepcopy(xr), policy, runner=r)).fatal is None
