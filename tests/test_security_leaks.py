@@ -82,6 +82,7 @@ def setup(host: str, cred_name: str = "registry-creds") -> tuple[dict[str, Any],
     xr["spec"]["component"]["version"] = "6.2.0"
     policy["registries"] = [{"host": host, "plainHTTP": True, "credentials": cred_name}]
     policy["mirrors"] = []
+    policy["configData"] = {"imagePairs": "Warning"}  # the fixture registry's ConfigData (issue 20)
     return xr, policy
 
 
