@@ -184,3 +184,40 @@ def test_real_subprocess(fixtures_dir):
     assert p.returncode == 1, p.stderr
     assert p.stdout.startswith("error: localization[1].repository: values.yaml: image.repository: ")
     assert "Traceback" not in p.stderr
+
+
+def test_a_warning_only_the_engine_gives_is_printed(tmp_path):
+    """The function's own warning when no rule addresses a file of the deployable (deploy.py)."""
+    cd = write_cd(tmp_path, "localization:\n- {file: deployment.yaml, resource: {name: image}, image: spec.x}\n")
+    r = check("--config-data", str(cd), "--component", SOURCE, "--root", str(EXAMPLE / "inputs" / "chart" / "podinfo"))
+    assert r.exit_code == 0, r.stdout
+    got = findings(r)
+    assert ("warning", "ConfigData", "-", "-") in [f[:4] for f in got]
+    assert any("none of its 1 substitutions addresses a file of this chart" in f[4] for f in got), got
+
+
+def test_new_engine_warnings_show_up_without_changes_to_check(monkeypatch):
+    """Whatever the engine's plan or mutation returns as warnings is printed, by its rule when it names one."""
+    import dataclasses
+
+    from function.configdata import deploy, engine
+
+    real_plan, real_mutation = engine.plan, deploy.mutation_for
+
+    def plan(*a, **kw):
+        p = real_plan(*a, **kw)
+        return dataclasses.replace(p, warnings=(*p.warnings, "ConfigData: has no apiVersion/kind (read as v1alpha1)"))
+
+    def mutation_for(*a, **kw):
+        m = real_mutation(*a, **kw)
+        return dataclasses.replace(m, warnings=(*m.warnings, "ConfigData configuration.defaults.unused (file -): "
+                                                             "broken expression no rule uses"))
+
+    monkeypatch.setattr(engine, "plan", plan)
+    monkeypatch.setattr(deploy, "mutation_for", mutation_for)
+    r = check("--config-data", str(CD), "--component", SOURCE)
+    assert r.exit_code == 0
+    got = findings(r)
+    assert ("warning", "ConfigData", "-", "-", "has no apiVersion/kind (read as v1alpha1)") in got, got
+    assert ("warning", "configuration.defaults.unused", "-", "-", "broken expression no rule uses") in got, got
+    assert len(got) == 2  # printed once, though every deployable's run returns it
