@@ -198,7 +198,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         spec = parse_spec(xr)
         identity = identity_of(xr)
         repository = claim_repository(spec)
-        admission.admit(spec, policy, identity, repository.host, repository.plain_http)
+        admitted = admission.admit(spec, policy, identity, repository.host, repository.plain_http)
 
         reqs = requirements_for(spec, identity)
         reqs.declare(rsp)
@@ -218,6 +218,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 policy=policy,
                 identity=identity,
                 repository=repository,
+                admission=admitted,
                 loaded=loaded,
                 values=values,
                 existing_namespaces=got.namespaces,

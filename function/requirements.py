@@ -32,7 +32,7 @@ def namespace_requirement(name: str) -> str:
 
 
 def values_namespace(spec: Spec, identity: Identity) -> str:
-    return identity.namespace or spec.namespaces[0].name
+    return identity.namespace or spec.primary_namespace
 
 
 @dataclass

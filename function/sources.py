@@ -14,7 +14,6 @@ and a version never flips back because a tag vanished.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -22,13 +21,12 @@ from typing import Any, Mapping
 from function.api.claim import Spec
 from function.api.policy import Policy
 from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
-from function.ocm import versions
 from function.ocm.cache import Cache
-from function.ocm.fetch import load_component
+from function.ocm.fetch import load_resources, resolve_version
 from function.ocm.location import Location, open_source, parse_location, parse_repository
-from function.ocm.model import TYPE_CONFIGDATA, Repository
-from function.ocm.select import find_resource
-from function.ocm.source import ComponentSource, LoadedComponent
+from function.ocm.model import TYPE_CONFIGDATA, ComponentVersion, Repository, Resource
+from function.ocm.select import find_by_type, find_resource
+from function.ocm.source import ComponentSource, LoadedComponent, resource_key
 
 
 def claim_repository(spec: Spec) -> Repository:
@@ -60,25 +58,20 @@ def previous_version(spec: Spec, status: Mapping[str, Any]) -> str | None:
     return None
 
 
-async def resolve_version(source: ComponentSource, spec: Spec, status: Mapping[str, Any]) -> str:
-    constraint = spec.component.version
-    where = f"spec.component.version (component {spec.component.name})"
-    if versions.is_exact(constraint):
-        return constraint.removeprefix("v") if constraint.startswith("v") and versions.parse_semver(constraint[1:]) else constraint
-    available = await source.list_versions(spec.component.name)
-    return _resolve(tuple(available), constraint, previous_version(spec, status), where)
-
-
-@functools.lru_cache(maxsize=4096)
-def _resolve(available: tuple[str, ...], constraint: str, prev: str | None, where: str) -> str:
-    """The sticky choice: a pure function of the tag list (itself TTL-cached), the range and the
-    version resolved last time, so it is memoised (errors are not: they are raised every time)."""
-    picked = versions.pick_version(list(available), constraint, where=where)
-    if prev and versions.satisfies(prev, constraint, where=where):
-        p, n = versions.parse_semver(prev), versions.parse_semver(picked)
-        if p is not None and n is not None and not (p < n):
-            return prev
-    return picked
+def select_resources(spec: Spec, cv: ComponentVersion) -> tuple[Resource, Resource | None]:
+    """The claim's deployable and ConfigData resources (None when the component ships none),
+    selected once per request; the core reads them from the :class:`LoadedComponent`."""
+    deployable = find_resource(
+        cv.descriptor, spec.deploy.resource.name, spec.deploy.resource.extraIdentity, where="spec.deploy.resource"
+    )
+    if spec.configData is not None:
+        cd = find_resource(cv.descriptor, spec.configData.name, spec.configData.extraIdentity, where="spec.configData")
+        if cd.type != TYPE_CONFIGDATA:
+            raise InvalidClaim("spec.configData", f"resource {cd.name} has type {cd.type}, not {TYPE_CONFIGDATA}")
+        return deployable, cd
+    if any(r.type == TYPE_CONFIGDATA for r in cv.descriptor.resources):
+        return deployable, find_by_type(cv.descriptor, TYPE_CONFIGDATA, where=f"component {cv.name}:{cv.version}")
+    return deployable, None
 
 
 @dataclass
@@ -136,26 +129,21 @@ class SourceFactory:
         credentials: Mapping[str, Any],
         base_dir: Path,
     ) -> LoadedComponent:
-        """Resolve the version and load what the core needs; the policy was checked before (admission.admit)."""
+        """Resolve the version, select the resources and load them, once per request; the
+        policy was checked before (admission.admit)."""
         source = self.open(spec, policy, repository, credentials, base_dir)
         try:
-            version = await resolve_version(source, spec, status)
-            cv = await source.get(spec.component.name, version)
-            deployable = find_resource(
-                cv.descriptor, spec.deploy.resource.name, spec.deploy.resource.extraIdentity, where="spec.deploy.resource"
+            version = await resolve_version(
+                source,
+                spec.component.name,
+                spec.component.version,
+                previous=previous_version(spec, status),
+                where=f"spec.component.version (component {spec.component.name})",
             )
-            if spec.configData is not None:
-                cd = find_resource(cv.descriptor, spec.configData.name, spec.configData.extraIdentity, where="spec.configData")
-                if cd.type != TYPE_CONFIGDATA:
-                    raise InvalidClaim("spec.configData", f"resource {cd.name} has type {cd.type}, not {TYPE_CONFIGDATA}")
-                configdata = (spec.configData.name, dict(spec.configData.extraIdentity))
-            elif any(r.type == TYPE_CONFIGDATA for r in cv.descriptor.resources):
-                configdata = ("", {})
-            else:
-                configdata = None
-            dsel = (deployable.name, dict(deployable.extra_identity))
+            cv = await source.get(spec.component.name, version)
+            deployable, configdata = select_resources(spec, cv)
             mirror = self._mirror(policy, repository, base_dir)
-            # Everything load_component returns is a pure function of the descriptor manifest
+            # Everything load_resources returns is a pure function of the descriptor manifest
             # (content-addressed: it names every blob by digest) and of the selection, so it is
             # kept in the shared cache under that digest: a warm reconcile neither re-reads nor
             # re-extracts the deployable. A new descriptor (a re-pushed tag) is a new key.
@@ -166,14 +154,12 @@ class SourceFactory:
                 cv.name,
                 cv.version,
                 cv.descriptor_digest,
-                _selector_key(dsel),
-                None if configdata is None else _selector_key(configdata),
+                resource_key(deployable),
+                None if configdata is None else resource_key(configdata),
             )
 
             async def fetch() -> LoadedComponent:
-                return await load_component(
-                    source, spec.component.name, cv.version, deployable=dsel, configdata=configdata
-                )
+                return await load_resources(source, cv, deployable=deployable, configdata=configdata)
 
             loaded = await self.cache.immutable(key, fetch, size=_loaded_size) if cv.descriptor_digest else await fetch()
         finally:
@@ -181,10 +167,6 @@ class SourceFactory:
             if close is not None:
                 await close()
         return loaded
-
-
-def _selector_key(sel: tuple[str, Mapping[str, str]]) -> tuple[str, tuple[tuple[str, str], ...]]:
-    return sel[0], tuple(sorted(sel[1].items()))
 
 
 def _loaded_size(loaded: LoadedComponent) -> int:

@@ -197,6 +197,12 @@ class Spec(Model):
     credentials: Credentials | None = None
     rbac: Rbac | None = None
 
+    @property
+    def primary_namespace(self) -> str:
+        """The first target namespace: the Flux release targets it, and service secrets and an
+        XR without a claim default to it (README, Decisions)."""
+        return self.namespaces[0].name
+
 
 # ----------------------------------------------------------------------------- status
 

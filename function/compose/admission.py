@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from dataclasses import dataclass
 from typing import Iterable
 
 from function.api.claim import PolicyRule, Spec, StoreRef
@@ -124,7 +125,7 @@ def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
     seen: set[tuple[str, str]] = set()
     for i, s in enumerate(spec.secrets):
         base = f"spec.secrets[{i}]"
-        ns = s.namespace or spec.namespaces[0].name
+        ns = s.namespace or spec.primary_namespace
         if ns not in targets:
             raise PolicyViolation(f"{base}.namespace", f"namespace {ns!r} is not one of the claim's target namespaces")
         if (ns, s.name) in seen:
@@ -192,11 +193,19 @@ def check_rbac(spec: Spec, policy: Policy) -> None:
             )
 
 
-def admit(spec: Spec, policy: Policy, identity: Identity, host: str, plain_http: bool) -> tuple[str, RegistryPolicy]:
+@dataclass(frozen=True)
+class Admission:
+    """What admitting a claim decided, carried forward to composition (never decided twice)."""
+
+    deploy_namespace: str
+    registry: RegistryPolicy  # the policy entry for the component repository's host
+
+
+def admit(spec: Spec, policy: Policy, identity: Identity, host: str, plain_http: bool) -> Admission:
     """Every policy check, before anything is fetched or composed: the deploy namespace and registry entry."""
     deploy_ns = deploy_namespace(policy, identity)
     check_namespaces(spec, policy, deploy_ns)
     registry = registry_for(policy, host, plain_http, "spec.component.repository")
     check_secrets(spec, policy, identity)
     check_rbac(spec, policy)
-    return deploy_ns, registry
+    return Admission(deploy_ns, registry)

@@ -16,14 +16,14 @@ from typing import Any, Literal, Mapping
 
 from function.api.claim import Spec
 from function.api.policy import Policy
-from function.compose import admission, externalsecrets, flux, namespaces, ocmobjects, rbac, readiness, usages
+from function.compose import externalsecrets, flux, namespaces, ocmobjects, rbac, readiness, usages
+from function.compose.admission import Admission
 from function.compose.context import Context
 from function.compose.identity import Identity
 from function.configdata.deploy import FluxMutation, mutation_for
 from function.errors import ComponentError, InvalidClaim
 from function.ocm.access import flux_source, localized_reference, parse_image_reference
-from function.ocm.model import TYPE_CONFIGDATA, TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
-from function.ocm.select import find_by_type, find_resource
+from function.ocm.model import TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
 from function.ocm.source import LoadedComponent, resource_key
 
 IMAGE_TYPES = {"ociImage", "ociArtifact"}
@@ -31,10 +31,15 @@ IMAGE_TYPES = {"ociImage", "ociArtifact"}
 
 @dataclass(frozen=True)
 class CoreInput:
+    """Everything one composition needs, decided and fetched before it runs: the admitted
+    claim (``admission``), the component with its selected resources (``loaded``) and what
+    the cluster holds."""
+
     spec: Spec
     policy: Policy
     identity: Identity
     repository: Repository
+    admission: Admission
     loaded: LoadedComponent
     values: Mapping[str, Any] | None = None
     existing_namespaces: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
@@ -73,20 +78,6 @@ def choose_flavour(spec: Spec, deployable: Resource) -> Literal["helm", "kustomi
             f"resource {deployable.name} has type {deployable.type}; set flavour to helm or kustomize",
         )
     return flavour  # type: ignore[return-value]
-
-
-def select_resources(spec: Spec, loaded: LoadedComponent) -> tuple[Resource, Resource | None]:
-    """The deployable and the ConfigData resource (None when the component ships none)."""
-    d = loaded.component.descriptor
-    deployable = find_resource(
-        d, spec.deploy.resource.name, spec.deploy.resource.extraIdentity, where="spec.deploy.resource"
-    )
-    if spec.configData is not None:
-        cd = find_resource(d, spec.configData.name, spec.configData.extraIdentity, where="spec.configData")
-    else:
-        count = sum(1 for r in d.resources if r.type == TYPE_CONFIGDATA)
-        cd = find_by_type(d, TYPE_CONFIGDATA, where="spec.configData") if count else None
-    return deployable, cd
 
 
 def _images(inp: CoreInput) -> list[dict[str, Any]]:
@@ -146,10 +137,12 @@ def _json_value(v: Any) -> str:
 
 def compose(inp: CoreInput) -> CoreOutput:
     spec, policy, identity = inp.spec, inp.policy, inp.identity
-    deploy_ns, registry = admission.admit(spec, policy, identity, inp.repository.host, inp.repository.plain_http)
+    deploy_ns, registry = inp.admission.deploy_namespace, inp.admission.registry
 
     cv = inp.loaded.component
-    deployable, cd = select_resources(spec, inp.loaded)
+    deployable, cd = inp.loaded.deployable, inp.loaded.configdata
+    if deployable is None:
+        raise ComponentError(f"component {cv.name}:{cv.version}", "no deployable resource was selected")
     flavour = choose_flavour(spec, deployable)
     ctx = Context(identity, spec, policy, deploy_ns, inp.repository, registry, flavour)
 

@@ -47,12 +47,15 @@ class LoadedComponent:
     (Helm chart, Kustomize tar) the files inside it, keyed by path relative to the resource
     root (``values.yaml``, ``deployment.yaml``). ``blob_heads`` keeps the first bytes of a
     deployable's raw blob (for the gzip magic check of the packaging contract).
+    ``deployable`` and ``configdata`` are the resources selected for the claim (selected once,
+    before loading; the core reads them from here).
     """
 
     component: ComponentVersion
     contents: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict)
     blob_heads: Mapping[str, bytes] = field(default_factory=dict)
-    resolved_from: str = ""  # "observed" when the version was read back from XR status
+    deployable: Resource | None = None
+    configdata: Resource | None = None
 
 
 def resource_key(resource: Resource) -> str:

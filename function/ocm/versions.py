@@ -267,3 +267,14 @@ def pick_version(available: list[str], constraint: str, *, where: str) -> str:
         )
     # Highest wins; ties (build metadata, v-prefix) broken by the tag string for determinism.
     return max(candidates, key=lambda vt: (vt[0]._key(), vt[1]))[1]
+
+
+def choose(available: tuple[str, ...], constraint: str, previous: str | None, where: str) -> str:
+    """The sticky choice: the highest match, unless ``previous`` (resolved last time) still
+    satisfies the constraint and is not older than it; a version never moves backwards."""
+    picked = pick_version(list(available), constraint, where=where)
+    if previous and satisfies(previous, constraint, where=where):
+        p, n = parse_semver(previous), parse_semver(picked)
+        if p is not None and n is not None and not (p < n):
+            return previous
+    return picked
