@@ -69,9 +69,8 @@ import workloads as wl  # noqa: E402
 from floor import Floor  # noqa: E402
 from registry import Registry, find_binary  # noqa: E402
 
-from function.configdata import memo  # noqa: E402
 from function.fn import FunctionRunner  # noqa: E402
-from function.ocm.cache import Cache  # noqa: E402
+from function.cache import Cache  # noqa: E402
 from function.sources import SourceFactory  # noqa: E402
 
 SERVERS = ("sack8s", "floor", "pythonic", "go-templating")
@@ -231,7 +230,6 @@ async def prepare(name: str, size: wl.Size, host: str, ttl_probe: bool) -> Prepa
     base = wl.base_of(size)
     xr = wl.xr_for(size, host, base)
     policy = wl.policy_for(host)
-    memo.clear_all()
     cache = Cache()
     runner = FunctionRunner(sources=SourceFactory(cache=cache))
     req = fnv1.RunFunctionRequest()
@@ -277,7 +275,7 @@ async def prepare(name: str, size: wl.Size, host: str, ttl_probe: bool) -> Prepa
     rounds = 5
     c0 = time.process_time()
     for _ in range(rounds):
-        memo.MUTATIONS.clear()
+        runner.memos.mutations.clear()
         await runner.RunFunction(sack, None)
     cold["new_claim_cpu_ms"] = (time.process_time() - c0) / rounds * 1000
     if ttl_probe:  # after the tag TTL: only the tag list and the tag -> digest resolution

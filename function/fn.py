@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging as stdlogging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,62 +19,15 @@ import structlog
 from crossplane.function import logging, resource, response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
-from pydantic import ValidationError
-
 from function import metrics
-from function.api.claim import Spec
-from function.api.policy import Policy
+from function.api.parse import parse_policy, parse_spec
+from function.cache import Memos
 from function.compose import admission, core
 from function.compose.identity import identity_of
-from function.errors import InvalidClaim, InvalidPolicy, SackError
+from function.errors import SackError
 from function.requirements import requirements_for
 from function.sources import SourceFactory, claim_repository
 from function.structs import fields, to_dict
-
-# Fields Crossplane itself keeps in an XR's spec; they are not part of our API.
-CROSSPLANE_SPEC_FIELDS = {
-    "claimRef",
-    "compositionRef",
-    "compositionSelector",
-    "compositionRevisionRef",
-    "compositionUpdatePolicy",
-    "compositeDeletePolicy",
-    "resourceRefs",
-    "writeConnectionSecretToRef",
-    "publishConnectionDetailsTo",
-    "environmentConfigRefs",
-    "crossplane",
-}
-
-
-def pydantic_error(e: ValidationError, prefix: str, error: type[SackError]) -> SackError:
-    """One error naming the first invalid field path (all of them, when short)."""
-    parts = []
-    for err in e.errors()[:5]:
-        loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
-        parts.append((f"{prefix}.{loc}" if loc else prefix, err["msg"]))
-    where, msg = parts[0]
-    more = "; ".join(f"{w}: {m}" for w, m in parts[1:])
-    return error(where, msg + (f" (also {more})" if more else ""))
-
-
-def parse_policy(raw: Mapping[str, Any] | None) -> Policy:
-    try:
-        return Policy.model_validate(dict(raw or {}))
-    except ValidationError as e:
-        raise pydantic_error(e, "input", InvalidPolicy) from None
-
-
-def parse_spec(xr: Mapping[str, Any]) -> Spec:
-    raw = xr.get("spec") or {}
-    if not isinstance(raw, Mapping):
-        raise InvalidClaim("spec", f"must be an object, got {type(raw).__name__}")
-    spec = {k: v for k, v in raw.items() if k not in CROSSPLANE_SPEC_FIELDS}
-    try:
-        return Spec.model_validate(spec)
-    except ValidationError as e:
-        raise pydantic_error(e, "spec", InvalidClaim) from None
-
 
 def _struct(msg: Any) -> dict[str, Any]:
     return to_dict(msg)
@@ -142,15 +94,18 @@ def bridge_stdlib_logging() -> None:
 
 @dataclass
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
-    """Serves RunFunction. One instance per process: its sources share one cache."""
+    """Serves RunFunction. One instance per process; it owns the caches: its sources share
+    one storage cache, and its memo tables are bound for the duration of every request."""
 
     sources: SourceFactory = field(default_factory=SourceFactory)
     base_dir: Path = field(default_factory=Path.cwd)
+    memos: Memos = field(default_factory=Memos)
 
     def __post_init__(self) -> None:
         self.log = logging.get_logger()
         metrics.watch_cache(self.sources.cache)
-        metrics.instrument_registry_client()
+        if self.sources.on_registry_get is None:
+            self.sources.on_registry_get = metrics.observe_registry_get
         bridge_stdlib_logging()
 
     async def RunFunction(  # noqa: N802 - gRPC method name
@@ -171,7 +126,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         outcome = "composed"
         # Every line logged while this request runs -- here, in deeper modules through structlog
         # or the stdlib bridge -- carries the XR and claim (structlog contextvars, task-local).
-        with structlog.contextvars.bound_contextvars(**context):
+        with structlog.contextvars.bound_contextvars(**context), self.memos.active():
             try:
                 if await self._run(req, rsp, xr, log) is False:
                     outcome = "waiting"

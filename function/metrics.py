@@ -24,9 +24,6 @@ Label values are bounded: severities are three, reasons come from the error clas
 
 from __future__ import annotations
 
-import functools
-import threading
-import time
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -81,7 +78,7 @@ _STAT_FIELDS = ("hits", "misses", "coalesced", "evictions", "expirations", "regi
 
 
 def watch_cache(cache: Any) -> None:
-    """Expose ``cache.stats`` (function.ocm.cache.Cache) through the metrics endpoint."""
+    """Expose ``cache.stats`` (function.cache.Cache) through the metrics endpoint."""
     _caches.add(cache)
 
 
@@ -102,44 +99,13 @@ REGISTRY.register(_CacheCollector())
 
 # -- registry latency ----------------------------------------------------------------------
 
-_instrumented = False
-_lock = threading.Lock()
 
-
-def instrument_registry_client() -> bool:
-    """Time every ``RegistryClient.get`` (the OCI client's one entry point for a registry GET).
-
-    Wraps the method once per process, like an auto-instrumentation agent would, so the OCI
-    client needs no metrics dependency. Returns False when the client is not importable or
-    has no ``get`` (then no registry latency is recorded; a test guards against that).
-    """
-    global _instrumented
-    with _lock:
-        if _instrumented:
-            return True
-        try:
-            from function.ocm.oci.client import RegistryClient
-        except ImportError:
-            return False
-        original = getattr(RegistryClient, "get", None)
-        if original is None:
-            return False
-
-        @functools.wraps(original)
-        async def timed_get(self: Any, *args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            outcome = "error"
-            try:
-                result = await original(self, *args, **kwargs)
-                outcome = "ok"
-                return result
-            finally:
-                REGISTRY_LATENCY.labels(outcome).observe(time.perf_counter() - started)
-
-        timed_get.__sack8s_instrumented__ = True  # type: ignore[attr-defined]
-        RegistryClient.get = timed_get  # type: ignore[method-assign]
-        _instrumented = True
-        return True
+def observe_registry_get(seconds: float, ok: bool) -> None:
+    """The registry client's ``on_get`` hook: one registry GET ended (wired by the edge)."""
+    try:
+        REGISTRY_LATENCY.labels("ok" if ok else "error").observe(seconds)
+    except Exception:  # noqa: BLE001 - metrics must never break a registry read
+        pass
 
 
 # -- exposition ----------------------------------------------------------------------------

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from function.api.claim import Spec
 from function.api.policy import Policy
 from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.ocm.fetch import load_resources, resolve_version
 from function.ocm.location import Location, open_source, parse_location, parse_repository
+from function.ocm.oci import AllowedHost, CredentialSet, OciSource, RegistryAccess, credentials_from_request_data
 from function.ocm.model import TYPE_CONFIGDATA, ComponentVersion, Repository, Resource
 from function.ocm.select import find_by_type, find_resource
 from function.ocm.source import ComponentSource, LoadedComponent, resource_key
@@ -76,13 +77,15 @@ def select_resources(spec: Spec, cv: ComponentVersion) -> tuple[Resource, Resour
 
 @dataclass
 class SourceFactory:
-    """Builds component sources for requests; one per process, sharing one cache."""
+    """Builds component sources for requests; one per process, sharing one storage cache.
+
+    ``on_registry_get(seconds, ok)`` is handed to every registry client (latency metrics).
+    """
 
     cache: Cache = field(default_factory=Cache)
+    on_registry_get: Callable[[float, bool], None] | None = None
 
-    def _credentials(self, policy: Policy, host: str, credentials: Mapping[str, Any]) -> Any:
-        from function.ocm.oci import CredentialSet, credentials_from_request_data
-
+    def _credentials(self, policy: Policy, host: str, credentials: Mapping[str, Any]) -> CredentialSet:
         result = CredentialSet()
         for entry in policy.registries:
             if entry.credentials is None:
@@ -113,11 +116,9 @@ class SourceFactory:
         path = self._mirror(policy, repository, base_dir)
         if path is not None:
             return open_source(parse_location(str(path)), registry_repository=repository)
-        from function.ocm.oci import AllowedHost, OciSource, RegistryAccess
-
         hosts = [AllowedHost(r.host, plain_http=r.plainHTTP, ca_bundle=r.caBundle) for r in policy.registries]
         access = RegistryAccess.build(hosts, self._credentials(policy, repository.host, credentials))
-        return OciSource(repository, access=access, cache=self.cache)
+        return OciSource(repository, access=access, cache=self.cache, on_get=self.on_registry_get)
 
     async def load(
         self,

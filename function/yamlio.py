@@ -17,7 +17,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from function.configdata.memo import YAML_DOCS, digest
+from function.cache import active_memos, digest
 from function.errors import SackError
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -108,17 +108,21 @@ def load_all(data: bytes | str, where: str, *, max_bytes: int = MAX_BYTES) -> li
     """Every document of a YAML stream as plain Python data (empty documents dropped).
 
     Parsing is pure-Python (ruamel's YAML 1.2 safe loader), so a parsed stream is memoised
-    by the SHA-256 of its bytes (:mod:`function.configdata.memo`); every caller gets its own
-    copy. Only valid streams are kept: an invalid one is parsed, and refused, every time.
+    by the SHA-256 of its bytes (:mod:`function.cache`, when the edge bound memo tables);
+    every caller gets its own copy. Only valid streams are kept: an invalid one is parsed,
+    and refused, every time.
     """
     if len(data) > max_bytes:
         _to_text(data, where, max_bytes)  # raises, naming the file
+    memos = active_memos()
+    if memos is None:
+        return _load_all(data, where, max_bytes)
     key = (digest(data), max_bytes)
-    blob = YAML_DOCS.get(key)
+    blob = memos.yaml_docs.get(key)
     if blob is None:
         docs = _load_all(data, where, max_bytes)
         blob = pickle.dumps(docs, protocol=pickle.HIGHEST_PROTOCOL)
-        YAML_DOCS.put(key, blob, len(blob) + 200)
+        memos.yaml_docs.put(key, blob, len(blob) + 200)
         return docs
     return pickle.loads(blob)
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from function.errors import InvalidPolicy
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.ocm.oci import (
     BasicCredential,
     CredentialSet,

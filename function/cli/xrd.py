@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from function.api.xrd import DEFAULT_GROUP, crossplane_cluster_role, input_crd, xrd_cluster, xrd_legacy_claims
-from function.fn import parse_policy
+from function.api.parse import parse_policy
 from function.render import load_docs
 from function.render import dump_yaml
 

@@ -27,7 +27,7 @@ import referencing
 import referencing.exceptions
 from jsonschema.exceptions import SchemaError
 
-from function.configdata.memo import VALIDATORS
+from function.cache import memo
 from function.configdata.model import ConfigData
 from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
@@ -81,12 +81,7 @@ def validator_for(schema: Any) -> jsonschema.protocols.Validator:
         key: Any = ("schema", json.dumps(schema, sort_keys=True, separators=(",", ":")))
     except (TypeError, ValueError):
         key = None
-    v = VALIDATORS.get(key) if key is not None else None
-    if v is None:
-        v = _validator_for(schema)
-        if key is not None:
-            VALIDATORS.put(key, v, 4 * len(key[1]) + 2000)
-    return v
+    return memo("validators", key, lambda: _validator_for(schema), lambda _: 4 * len(key[1]) + 2000)
 
 
 def _validator_for(schema: Any) -> jsonschema.protocols.Validator:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Hashable, Literal, Mapping
 
 from function.configdata import helm, kustomize
 from function.configdata.engine import plan
-from function.configdata.memo import DIGESTS, MUTATIONS, approx_size, digest, files_digest
+from function.cache import active_memos, approx_size, digest, files_digest
 from function.configdata.model import parse_configdata
 from function.configdata.paths import format_path
 from function.configdata.plain import plain
@@ -88,16 +88,17 @@ def mutation_for(
     """
     if flavour not in ("helm", "kustomize"):
         raise ValueError(f"unknown flavour {flavour!r}")
-    key = _memo_key(flavour, configdata, component, files, values, configdata_name, locate)
-    if key is not None:
-        hit = MUTATIONS.get(key)
+    memos = active_memos()
+    key = _memo_key(flavour, configdata, component, files, values, configdata_name, locate) if memos else None
+    if memos is not None and key is not None:
+        hit = memos.mutations.get(key)
         # The key holds the descriptor digest; the component itself is compared too, so two
         # different descriptors that claim one digest (hand-made ones) never share an entry.
         if hit is not None and (hit[0] is component or hit[0] == component):
             return hit[1]
     result = _checked(flavour, configdata, component, files, values, configdata_name, locate)
-    if key is not None:
-        MUTATIONS.put(key, (component, result), _size(result))
+    if memos is not None and key is not None:
+        memos.mutations.put(key, (component, result), _size(result))
     return result
 
 
@@ -152,8 +153,12 @@ def _memo_key(
 
 def _digest_of(obj: Any, compute: Callable[[Any], bytes]) -> bytes:
     """Immutable inputs (bytes, a read-only file map of bytes) are hashed once per object."""
-    if isinstance(obj, bytes) or (isinstance(obj, MappingProxyType) and all(type(v) is bytes for v in obj.values())):
-        return DIGESTS.get(obj, compute)
+    memos = active_memos()
+    immutable = isinstance(obj, bytes) or (
+        isinstance(obj, MappingProxyType) and all(type(v) is bytes for v in obj.values())
+    )
+    if memos is not None and immutable:
+        return memos.digest_of(obj, compute)
     return compute(obj)
 
 

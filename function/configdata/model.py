@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from function.configdata.memo import CONFIGDATA, digest
+from function.cache import digest, memo
 from function.errors import InvalidConfigData
 from function.yamlio import YamlError, load_one
 
@@ -123,15 +123,12 @@ def _loc(loc: tuple[Any, ...]) -> str:
 def parse_configdata(data: bytes | str, name: str = "ConfigData") -> ConfigData:
     """Load (with the YAML safety caps) and validate one ConfigData document.
 
-    Memoised by content (:mod:`function.configdata.memo`): the model is frozen and shared,
-    so callers must not mutate the containers inside it (the engine copies what it changes).
+    Memoised by content (:mod:`function.cache`): the model is frozen and shared, so
+    callers must not mutate the containers inside it (the engine copies what it changes).
     """
-    key = (digest(data), name)
-    cd = CONFIGDATA.get(key)
-    if cd is None:
-        cd = _parse_configdata(data, name)
-        CONFIGDATA.put(key, cd, 4 * len(data) + 1000)
-    return cd
+    return memo(
+        "configdata", (digest(data), name), lambda: _parse_configdata(data, name), lambda _: 4 * len(data) + 1000
+    )
 
 
 def _parse_configdata(data: bytes | str, name: str) -> ConfigData:

@@ -27,7 +27,7 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from function.configdata.memo import YAML_FILES, digest
+from function.cache import active_memos, digest
 from function.configdata.paths import get
 from function.configdata.substitution import Change, Substitution, apply_to_documents
 from function.yamlio import YamlError, load_all
@@ -81,16 +81,19 @@ def load_file(text: bytes | str, name: str) -> YamlFile:
     """The parsed file, ready to edit in place (the caller's own copy).
 
     Round-trip parsing is the slowest thing the engine does, and a component's files do
-    not change, so the parse is memoised by content (:mod:`function.configdata.memo`); each
-    call gets a fresh copy of the documents (pickle keeps ruamel's comments and styles
-    exactly, where ``copy.deepcopy`` does not).
+    not change, so the parse is memoised by content (:mod:`function.cache`); each call
+    gets a fresh copy of the documents (pickle keeps ruamel's comments and styles exactly,
+    where ``copy.deepcopy`` does not).
     """
+    memos = active_memos()
+    if memos is None:
+        return _load_file(text, name)
     key = (digest(text), name)
-    hit = YAML_FILES.get(key)
+    hit = memos.yaml_files.get(key)
     if hit is None:
         f = _load_file(text, name)
         blob = pickle.dumps(f.docs, protocol=pickle.HIGHEST_PROTOCOL)
-        YAML_FILES.put(key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300)
+        memos.yaml_files.put(key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300)
         return f
     template, blob = hit
     return dataclasses.replace(template, docs=pickle.loads(blob))

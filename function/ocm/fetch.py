@@ -33,6 +33,7 @@ import json
 from types import MappingProxyType
 from typing import Mapping
 
+from function.cache import memo
 from function.errors import ComponentError
 from function.ocm.access import (
     FLUX_CONTENT_LAYER,
@@ -86,7 +87,14 @@ async def resolve_version(
     if exact is not None:
         return exact
     available = tuple(await source.list_versions(component))
-    return choose(available, constraint, previous, where or f"component {component}")
+    where = where or f"component {component}"
+    # A pure function of the (TTL-cached) tag list, the range and the previous choice.
+    return memo(
+        "versions",
+        (available, constraint, previous, where),
+        lambda: choose(available, constraint, previous, where),
+        lambda v: 200 + len(v) + sum(len(t) + 50 for t in available),
+    )
 
 
 async def load_component(

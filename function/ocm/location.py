@@ -13,18 +13,18 @@ descriptor file) is found by looking at the path.
 
 from __future__ import annotations
 
-import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from function.errors import ComponentError
+from function.ocm.ctf import CtfSource
 from function.ocm.descriptor import COMPONENT_NAME_RE, VERSION_RE
+from function.ocm.directory import DescriptorFileSource, DirectorySource
 from function.ocm.model import Repository
-
-if TYPE_CHECKING:  # pragma: no cover
-    from function.ocm.source import ComponentSource
+from function.ocm.oci import open_registry
+from function.ocm.source import ComponentSource
 
 Kind = Literal["oci", "ctf", "dir", "descriptor"]
 
@@ -237,7 +237,7 @@ def _local_kind(path: Path, where: str) -> Kind:
 
 def open_source(
     location: Location, *, registry_repository: Repository | None = None, **oci_options: object
-) -> "ComponentSource":
+) -> ComponentSource:
     """A :class:`ComponentSource` for ``location``.
 
     ``registry_repository`` is the registry a local CTF/directory stands in for (a mirror): it
@@ -247,28 +247,15 @@ def open_source(
     (``access``, ``cache``) are passed to ``function.ocm.oci.open_registry``.
     """
     if location.kind == "ctf":
-        from function.ocm.ctf import CtfSource
-
         return CtfSource(_need_path(location), repository=registry_repository)
     if location.kind == "dir":
-        from function.ocm.directory import DirectorySource
-
         return DirectorySource(_need_path(location), repository=registry_repository)
     if location.kind == "descriptor":
-        from function.ocm.directory import DescriptorFileSource
-
         return DescriptorFileSource(_need_path(location), repository=registry_repository)
     if location.kind == "oci":
         if location.repository is None:
             raise ComponentError("source", "an oci location needs a repository")
-        try:
-            mod = importlib.import_module("function.ocm.oci")
-        except ImportError:
-            raise ComponentError("source", "OCI registry sources are not available in this build") from None
-        factory = getattr(mod, "open_registry", None) or getattr(mod, "OciSource", None)
-        if factory is None:
-            raise ComponentError("source", "OCI registry sources are not available in this build")
-        return factory(location.repository, **oci_options)
+        return open_registry(location.repository, **oci_options)  # type: ignore[arg-type]
     raise ComponentError("source", f"unknown location kind {location.kind!r}")
 
 

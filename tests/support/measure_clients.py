@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 sys.path[:0] = [str(HERE.parents[1]), str(HERE.parents[2])]
 
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.ocm.model import Repository
 from function.ocm.oci import AllowedHost, OciSource, RegistryAccess
 from function.ocm.oci.manifest import ACCEPT_MANIFESTS

@@ -24,6 +24,7 @@ import hashlib
 import json
 import re
 import ssl
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode, urljoin, urlsplit
@@ -71,7 +72,9 @@ def _is_tls_error(exc: BaseException) -> bool:
 class RegistryClient:
     """HTTP for one :class:`RegistryAccess`; shareable by many sources on one event loop.
 
-    ``on_request`` is called once per HTTP request actually sent (cache statistics).
+    Hooks (so the client needs no metrics or cache dependency): ``on_request()`` is called
+    once per HTTP request actually sent (cache statistics); ``on_get(seconds, ok)`` once per
+    :meth:`get`, when it ends (registry latency: auth round trips and redirects included).
     ``transport`` is for tests only (an ``httpx.AsyncBaseTransport``).
     """
 
@@ -80,9 +83,11 @@ class RegistryClient:
         access: RegistryAccess,
         on_request: Callable[[], None] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        on_get: Callable[[float, bool], None] | None = None,
     ) -> None:
         self.access = access
         self._on_request = on_request or (lambda: None)
+        self._on_get = on_get or (lambda seconds, ok: None)
         self._transport = transport
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._tokens = TokenCache()
@@ -159,12 +164,18 @@ class RegistryClient:
         Returns the body and, with ``want_link``, the absolute URL of the ``Link: rel=next`` page.
         """
         deadline = self.access.timeout * 6
+        started = time.perf_counter()
+        ok = False
         try:
-            return await asyncio.wait_for(
+            got = await asyncio.wait_for(
                 self._get(url, repo, max_bytes, accept, expected_digest, want_link), deadline
             )
+            ok = True
+            return got
         except TimeoutError:
             raise RegistryError(f"timed out after {deadline:g}s", transient=True) from None
+        finally:
+            self._on_get(time.perf_counter() - started, ok)
 
     async def _get(self, url, repo, max_bytes, accept, expected_digest, want_link):
         origin = normalize_host(urlsplit(url).netloc)

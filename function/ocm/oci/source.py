@@ -9,7 +9,7 @@ Reads exactly what the OCM CLI v0.9.x writes (FACTS.md §3–§5, packaging.md �
    by :func:`function.ocm.descriptor.parse_descriptor`;
 3. the result records the *descriptor manifest* digest and its layers.
 
-Everything fetched by digest is cached for good (:class:`function.ocm.cache.Cache`), tag
+Everything fetched by digest is cached for good (:class:`function.cache.Cache`), tag
 lists and tag resolutions for the cache's TTL. Every failure is one
 :class:`~function.errors.ComponentError` (or :class:`~function.errors.SourceUnavailable` when
 transient) naming component, version, registry and what failed.
@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Self
 
 from function.errors import ComponentError, SourceUnavailable
-from function.ocm.cache import Cache, default_cache
+from function.cache import Cache
 from function.ocm.descriptor import parse_descriptor
 from function.ocm.model import ComponentVersion, Layer, Repository
 from function.ocm.oci.client import Fetched, RegistryClient, RegistryError, is_digest
@@ -52,7 +52,7 @@ MAX_DESCRIPTOR_LAYER_BYTES = 4 * 1024 * 1024
 class OciSource:
     """A :class:`~function.ocm.source.ComponentSource` for one OCM repository in an OCI registry.
 
-    ``OciSource(repository, access=None, cache=None, client=None)``
+    ``OciSource(repository, access=None, cache=None, client=None, on_get=None)``
 
     * ``repository``: ``Repository(host, base, plain_http)`` as parsed from
       ``oci::http://host:port/base`` (``function.ocm.location``).
@@ -61,9 +61,11 @@ class OciSource:
       ``location.open_source`` gets). The repository's host must be on the allowlist, and
       ``plain_http`` repositories need an allowlist entry marked plain-HTTP; otherwise every
       call fails before any connection.
-    * ``cache``: a shared :class:`Cache`; default: the process-wide :func:`default_cache`.
+    * ``cache``: a shared :class:`Cache` (the edge owns one per process); default: a cache of
+      this source's own.
     * ``client``: a shared :class:`RegistryClient` (it holds connection pools and tokens);
       by default the source makes its own. Close it with :meth:`aclose` (or ``async with``).
+    * ``on_get``: the client's per-GET hook (registry latency metrics), for the client it makes.
     """
 
     def __init__(
@@ -72,6 +74,7 @@ class OciSource:
         access: RegistryAccess | None = None,
         cache: Cache | None = None,
         client: RegistryClient | None = None,
+        on_get: Callable[[float, bool], None] | None = None,
     ) -> None:
         if access is None:
             access = RegistryAccess.build(
@@ -79,9 +82,9 @@ class OciSource:
             )
         self.repository = repository
         self.access = access
-        self.cache = cache if cache is not None else default_cache()
+        self.cache = cache if cache is not None else Cache()
         self._own_client = client is None
-        self.client = client or RegistryClient(access, on_request=self.cache.count_request)
+        self.client = client or RegistryClient(access, on_request=self.cache.count_request, on_get=on_get)
         self.host = normalize_host(repository.host)
 
     async def __aenter__(self) -> Self:
