@@ -133,10 +133,12 @@ def test_mutation_changes_with_every_input(change: str, memos):
 
 
 def test_values_that_json_cannot_tell_apart_are_not_memoised_together():
-    from function.configdata.deploy import _memo_key
+    from function.configdata.deploy import MutationInput, _memo_key
+    from function.ocm.access import image_table
 
     def key(values: Any) -> Any:
-        return _memo_key("kustomize", CONFIG.encode(), cv(), {"deploy.yaml": DEPLOY.encode()}, values, "ConfigData", None)
+        c = cv()
+        return _memo_key(MutationInput("kustomize", CONFIG.encode(), c, {"deploy.yaml": DEPLOY.encode()}, values, image_table(c)))
 
     assert key({1: "x"}) is None  # JSON would turn the key 1 into "1": such values are not memoised
     assert key({"a": (1, 2)}) is None  # a tuple would become a list

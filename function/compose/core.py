@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Literal, Mapping
 
 from function.api.claim import Spec
@@ -20,9 +19,9 @@ from function.compose import externalsecrets, flux, namespaces, ocmobjects, rbac
 from function.compose.admission import Admission
 from function.compose.context import Context
 from function.compose.identity import Identity
-from function.configdata.deploy import FluxMutation, mutation_for
+from function.configdata.deploy import FluxMutation, MutationInput, mutate
 from function.errors import ComponentError, InvalidClaim
-from function.ocm.access import flux_source, localized_reference, parse_image_reference
+from function.ocm.access import ImageTable, flux_source, image_table
 from function.ocm.model import TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
 from function.ocm.source import LoadedComponent, resource_key
 
@@ -80,20 +79,28 @@ def choose_flavour(spec: Spec, deployable: Resource) -> Literal["helm", "kustomi
     return flavour  # type: ignore[return-value]
 
 
-def _images(inp: CoreInput) -> list[dict[str, Any]]:
-    cv = inp.loaded.component
-    locate = partial(localized_reference, allow_unpinned=inp.policy.source.allowUnpinnedImages)
+def _images(inp: CoreInput, table: ImageTable) -> list[dict[str, Any]]:
+    """Status ``images``: every image resource with its localized reference (an image whose
+    reference cannot be resolved fails the request, naming it)."""
     out = []
-    for r in cv.descriptor.resources:
+    for r in inp.loaded.component.descriptor.resources:
         if r.type in IMAGE_TYPES:
-            entry: dict[str, Any] = {"resource": r.name, "reference": locate(cv, r)}
+            entry = table[resource_key(r)]
+            entry.require()
+            item: dict[str, Any] = {"resource": r.name, "reference": entry.reference}
             if r.extra_identity:
-                entry["extraIdentity"] = dict(sorted(r.extra_identity.items()))
-            out.append(entry)
+                item["extraIdentity"] = dict(sorted(r.extra_identity.items()))
+            out.append(item)
     return out
 
 
-def _mutation(inp: CoreInput, flavour: str, deployable: Resource, cd: Resource | None) -> FluxMutation:
+def _image_hosts(inp: CoreInput, table: ImageTable) -> list[str]:
+    """The registries the images are pulled from (the pull secret's dockerconfigjson hosts)."""
+    hosts = {table[resource_key(r)].require().host for r in inp.loaded.component.descriptor.resources if r.type in IMAGE_TYPES}
+    return sorted(hosts)
+
+
+def _mutation(inp: CoreInput, flavour: str, deployable: Resource, cd: Resource | None, table: ImageTable) -> FluxMutation:
     if cd is None:
         if inp.values:
             raise InvalidClaim(
@@ -104,15 +111,16 @@ def _mutation(inp: CoreInput, flavour: str, deployable: Resource, cd: Resource |
     if len(cd_files) != 1:
         raise ComponentError(f"component resource {cd.name}", "the ConfigData content was not loaded")
     (cd_bytes,) = cd_files.values()
-    files = inp.loaded.contents.get(resource_key(deployable)) or {}
-    return mutation_for(
-        flavour,  # type: ignore[arg-type]
-        cd_bytes,
-        inp.loaded.component,
-        files,
-        inp.values,
-        configdata_name=f"ConfigData (resource {cd.name})",
-        locate=partial(localized_reference, allow_unpinned=inp.policy.source.allowUnpinnedImages),
+    return mutate(
+        MutationInput(
+            flavour=flavour,  # type: ignore[arg-type]
+            configdata=cd_bytes,
+            component=inp.loaded.component,
+            files=inp.loaded.contents.get(resource_key(deployable)) or {},
+            values=inp.values,
+            images=table,
+            configdata_name=f"ConfigData (resource {cd.name})",
+        )
     )
 
 
@@ -147,9 +155,12 @@ def compose(inp: CoreInput) -> CoreOutput:
     ctx = Context(identity, spec, policy, deploy_ns, inp.repository, registry, flavour)
 
     src = flux_source(cv, deployable, flavour, blob_head=inp.loaded.blob_heads.get(resource_key(deployable)))
-    images = _images(inp)
-    mutation = _mutation(inp, flavour, deployable, cd)
-    image_hosts = sorted({parse_image_reference(i["reference"], "image").host for i in images})
+    # Every image reference is resolved and parsed once, here, and used from this table by
+    # status, the pull secrets and the ConfigData engine.
+    table = image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages)
+    images = _images(inp, table)
+    mutation = _mutation(inp, flavour, deployable, cd, table)
+    image_hosts = _image_hosts(inp, table)
 
     desired: dict[str, dict[str, Any]] = {}
     desired.update(namespaces.build(ctx, inp.existing_namespaces, inp.observed))

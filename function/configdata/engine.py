@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from function.configdata.configure import plan_configuration
-from function.configdata.localize import Locate, plan_localization
+from function.configdata.localize import plan_localization
 from function.configdata.model import ConfigData
 from function.configdata.substitution import Change, Substitution
 from function.configdata.yamlfile import YamlFile, apply, dump_file, load_file
+from function.ocm.access import ImageTable
 from function.ocm.model import ComponentVersion
 
 
@@ -31,16 +32,19 @@ def plan(
     values: Mapping[str, Any] | None = None,
     localize: bool = True,
     configure: bool = True,
-    locate: Locate | None = None,
+    images: ImageTable | None = None,
     only_file: str | None = None,
 ) -> Plan:
-    """Every substitution the ConfigData asks for, localization first (upstream order)."""
+    """Every substitution the ConfigData asks for, localization first (upstream order).
+
+    ``images``: the request's resolved image references (default: computed from ``component``).
+    """
     subs: list[Substitution] = []
     warnings: list[str] = []
     if localize and cd.localization:
         if component is None:
             raise ValueError("localization needs a component")
-        loc = plan_localization(cd, component, locate, only_file=only_file)
+        loc = plan_localization(cd, component, images, only_file=only_file)
         subs.extend(loc.substitutions)
         warnings.extend(loc.warnings)
     if configure:

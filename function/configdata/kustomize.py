@@ -18,7 +18,7 @@ import json
 import posixpath
 from typing import Any, Mapping
 
-from function.configdata.imageref import image_name
+from function.ocm.imageref import image_name
 from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution
 from function.errors import InvalidConfigData
