@@ -17,13 +17,23 @@ check) the first bytes of a blob that the caller already fetched.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
 
 from function.errors import ComponentError, SackError
 from function.ocm.imageref import BadReference, ImageRef, parse_reference
+from function.ocm.layout import (
+    DIGEST_RE,
+    FLUX_CONTENT_LAYER,
+    HELM_CHART_LAYER,
+    MANIFEST_TYPES,
+    SHA256_RE,
+    TAR_GZIP,
+    TAR_PLAIN,
+    bare,
+    is_manifest_media_type,
+)
 from function.ocm.model import ComponentVersion, Repository, Resource
 from function.ocm.source import resource_key
 
@@ -41,24 +51,11 @@ _ACCESS_ALIASES = {
     "ociblob": OCI_BLOB,
 }
 
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_MANIFEST_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
-MANIFEST_MEDIA_TYPES = frozenset({OCI_MANIFEST, DOCKER_MANIFEST})
-INDEX_MEDIA_TYPES = frozenset({OCI_INDEX, DOCKER_MANIFEST_LIST})
-
-HELM_CHART_LAYER = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
-FLUX_CONTENT_LAYER = "application/vnd.cncf.flux.content.v1.tar+gzip"
-TAR_GZIP = "application/x-tar+gzip"
-TAR_PLAIN = "application/x-tar"
 GZIP_MAGIC = b"\x1f\x8b"
 
 #: ``resource.digest`` normalisations whose value is the OCI manifest digest of the artifact.
 PINNING_NORMALISATIONS = ("genericblobdigest/v1", "ociartifactdigest/v1")
 
-DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$")
-SHA256_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 MAX_REFERENCE_LEN = 1024
 
 Flavour = Literal["helm", "kustomize"]
@@ -75,15 +72,6 @@ def normalize_access_type(access_type: str) -> str:
     if base.lower().endswith("/v1"):
         base = base[:-3]
     return _ACCESS_ALIASES.get(base.lower(), base)
-
-
-def is_manifest_media_type(media_type: str | None) -> bool:
-    """True for OCI/Docker image manifests and indexes (stored under ``/manifests/``, not ``/blobs/``)."""
-    return _bare(media_type) in MANIFEST_MEDIA_TYPES | INDEX_MEDIA_TYPES
-
-
-def _bare(media_type: str | None) -> str:
-    return (media_type or "").split(";", 1)[0].strip().lower()
 
 
 def parse_image_reference(text: Any, where: str) -> ImageRef:
@@ -307,8 +295,8 @@ def flux_source(
     if kind == OCI_ARTIFACT:
         return _flux_from_reference(resource, access, flavour, where)
     if kind == LOCAL_BLOB:
-        media_type = _bare(access.get("mediaType"))
-        if media_type in MANIFEST_MEDIA_TYPES:
+        media_type = bare(access.get("mediaType"))
+        if media_type in MANIFEST_TYPES:
             local_ref = _local_reference(access, where)
             repo = _require_repository(cv, where)
             return FluxSource(
@@ -375,7 +363,7 @@ def _kustomize_tgz(
             "the descriptor manifest's layers are unknown (a plain directory source?), so the uniqueness of the "
             f"{TAR_GZIP} layer Flux selects cannot be checked: read the component from a registry or a CTF",
         )
-    same = [layer for layer in cv.layers if _bare(layer.media_type) == TAR_GZIP]
+    same = [layer for layer in cv.layers if bare(layer.media_type) == TAR_GZIP]
     if len(same) != 1:
         raise ComponentError(
             where,

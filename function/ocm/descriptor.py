@@ -13,14 +13,13 @@ component author has to find it in a file they did not hand-write.
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import tarfile
 from types import MappingProxyType
 from typing import Any, Mapping
 
 from function.errors import ComponentError, SackError
+from function.ocm.archive import tar_entries
 from function.ocm.model import Descriptor, Digest, Resource
 from function.yamlio import check_expansion, load_one
 
@@ -111,45 +110,21 @@ def _decode(data: bytes, mt: str, where: str) -> Any:
 
 def _descriptor_from_tar(data: bytes, where: str) -> bytes:
     """The one ``component-descriptor.yaml`` of a descriptor tar, read in memory only."""
-    try:
-        tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")
-    except (tarfile.TarError, EOFError, ValueError, OverflowError):
-        raise ComponentError(where, "component descriptor tar is not a valid tar archive") from None
     found: list[bytes] = []
-    with tf:
-        count = 0
-        while True:
-            try:
-                member = tf.next()
-            except (tarfile.TarError, EOFError, ValueError, OverflowError):
-                raise ComponentError(where, "component descriptor tar is corrupt") from None
-            if member is None:
-                break
-            count += 1
-            if count > MAX_TAR_ENTRIES:
-                raise ComponentError(where, f"component descriptor tar has more than {MAX_TAR_ENTRIES} entries")
-            name = member.name
-            while name.startswith("./"):
-                name = name[2:]
-            if name != TAR_MEMBER:
-                continue
-            if not member.isfile():
-                raise ComponentError(where, f"component descriptor tar: {TAR_MEMBER} is not a regular file")
-            if member.size > MAX_DESCRIPTOR_BYTES:
-                raise ComponentError(
-                    where, f"component descriptor tar: {TAR_MEMBER} is larger than {MAX_DESCRIPTOR_BYTES} bytes"
-                )
-            fh = tf.extractfile(member)
-            if fh is None:  # pragma: no cover - isfile() guarantees a reader
-                raise ComponentError(where, f"component descriptor tar: cannot read {TAR_MEMBER}")
-            try:
-                found.append(fh.read(MAX_DESCRIPTOR_BYTES + 1))
-            except (tarfile.TarError, EOFError, ValueError, OSError):
-                raise ComponentError(where, f"component descriptor tar: {TAR_MEMBER} is truncated") from None
+    what = "component descriptor tar"
+    for member, read in tar_entries(data, where, what=what, max_entries=MAX_TAR_ENTRIES):
+        name = member.name
+        while name.startswith("./"):
+            name = name[2:]
+        if name != TAR_MEMBER:
+            continue
+        if not member.isfile():
+            raise ComponentError(where, f"{what}: {TAR_MEMBER} is not a regular file")
+        if member.size > MAX_DESCRIPTOR_BYTES:
+            raise ComponentError(where, f"{what}: {TAR_MEMBER} is larger than {MAX_DESCRIPTOR_BYTES} bytes")
+        found.append(read())
     if len(found) != 1:
-        raise ComponentError(
-            where, f"component descriptor tar must hold exactly one {TAR_MEMBER}, found {len(found)}"
-        )
+        raise ComponentError(where, f"{what} must hold exactly one {TAR_MEMBER}, found {len(found)}")
     return found[0]
 
 

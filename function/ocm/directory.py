@@ -30,13 +30,12 @@ import re
 from pathlib import Path
 
 from function.errors import ComponentError
-from function.ocm.access import INDEX_MEDIA_TYPES, MANIFEST_MEDIA_TYPES
-from function.ocm.ctf import MAX_BLOB_BYTES, MAX_MANIFEST_BYTES, read_capped, verify_digest
+from function.ocm.ctf import MAX_BLOB_BYTES, read_capped
 from function.ocm.descriptor import MAX_DESCRIPTOR_BYTES, MEDIA_TYPE_JSON, MEDIA_TYPE_YAML, parse_descriptor
+from function.ocm.layout import MAX_MANIFEST_BYTES, SHA256_RE, is_manifest_media_type, verify_digest
 from function.ocm.model import ComponentVersion, Descriptor, Repository
 
 DESCRIPTOR_FILES = ("component-descriptor.yaml", "component-descriptor.json")
-_SHA256 = re.compile(r"^sha256:([0-9a-f]{64})$")
 _NAME = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 
 
@@ -111,9 +110,9 @@ class DirectorySource(DescriptorFileSource):
 
     async def blob(self, cv: ComponentVersion, digest: str, media_type: str) -> bytes:
         where = f"component {cv.name}:{cv.version}"
-        cap = MAX_MANIFEST_BYTES if media_type.split(";")[0].strip().lower() in MANIFEST_MEDIA_TYPES | INDEX_MEDIA_TYPES else self.max_blob_bytes
+        cap = MAX_MANIFEST_BYTES if is_manifest_media_type(media_type) else self.max_blob_bytes
         blobs = self.path / "blobs"
-        m = _SHA256.match(digest)
+        m = SHA256_RE.match(digest)
         if m:
             target = blobs / f"sha256.{m.group(1)}"
         elif _NAME.match(digest) and ".." not in digest.split("/") and not digest.startswith("sha256:"):

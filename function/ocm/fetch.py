@@ -35,16 +35,9 @@ from typing import Mapping
 
 from function.cache import memo
 from function.errors import ComponentError
-from function.ocm.access import (
-    FLUX_CONTENT_LAYER,
-    HELM_CHART_LAYER,
-    LOCAL_BLOB,
-    MANIFEST_MEDIA_TYPES,
-    TAR_GZIP,
-    TAR_PLAIN,
-    normalize_access_type,
-)
+from function.ocm.access import LOCAL_BLOB, normalize_access_type
 from function.ocm.archive import extract_archive, helm_chart_files
+from function.ocm.layout import FLUX_CONTENT_LAYER, HELM_CHART_LAYER, MANIFEST_TYPES, TAR_GZIP, TAR_PLAIN, bare
 from function.ocm.model import TYPE_CONFIGDATA, TYPE_HELM_CHART, TYPE_KUSTOMIZE, ComponentVersion, Resource
 from function.ocm.select import find_by_type, find_resource
 from function.ocm.source import ComponentSource, LoadedComponent, resource_key
@@ -175,10 +168,6 @@ def _local_blob(cv: ComponentVersion, res: Resource, where: str) -> tuple[str, s
     return ref, (mt if isinstance(mt, str) else "")
 
 
-def _bare(mt: str) -> str:
-    return mt.split(";", 1)[0].strip().lower()
-
-
 async def _manifest_layer(
     source: ComponentSource, cv: ComponentVersion, ref: str, mt: str, layer_mt: str, where: str
 ) -> bytes:
@@ -191,7 +180,7 @@ async def _manifest_layer(
     layers = manifest.get("layers") if isinstance(manifest, dict) else None
     if not isinstance(layers, list):
         raise ComponentError(where, f"manifest {ref} has no layers")
-    hits = [entry for entry in layers if isinstance(entry, dict) and _bare(str(entry.get("mediaType", ""))) == layer_mt]
+    hits = [entry for entry in layers if isinstance(entry, dict) and bare(str(entry.get("mediaType", ""))) == layer_mt]
     if len(hits) != 1:
         raise ComponentError(where, f"manifest {ref} has {len(hits)} layers of media type {layer_mt} (expected 1)")
     digest = hits[0].get("digest")
@@ -208,16 +197,16 @@ async def fetch_deployable(source: ComponentSource, cv: ComponentVersion, res: R
             where, f"resource type {res.type[:100]!r} is not a deployable (helmChart or {TYPE_KUSTOMIZE})"
         )
     ref, mt = _local_blob(cv, res, where)
-    media = _bare(mt)
+    media = bare(mt)
     if res.type == TYPE_HELM_CHART:
-        if media not in MANIFEST_MEDIA_TYPES:
+        if media not in MANIFEST_TYPES:
             raise ComponentError(
                 where, f"a Helm chart must be an OCI chart manifest (mediaType {mt[:100]!r} is not supported)"
             )
         layer = await _manifest_layer(source, cv, ref, mt, HELM_CHART_LAYER, where)
         return helm_chart_files(layer, where), layer[:HEAD_BYTES]
     if res.type == TYPE_KUSTOMIZE:
-        if media in MANIFEST_MEDIA_TYPES:
+        if media in MANIFEST_TYPES:
             layer = await _manifest_layer(source, cv, ref, mt, FLUX_CONTENT_LAYER, where)
             return extract_archive(layer, where, require_gzip=True), layer[:HEAD_BYTES]
         if media in (TAR_GZIP, TAR_PLAIN):
@@ -233,7 +222,7 @@ async def fetch_file(
     """The verbatim bytes of a single-file localBlob resource (the ConfigData file)."""
     where = f"component {cv.name}:{cv.version} {res.describe()}"
     ref, mt = _local_blob(cv, res, where)
-    if _bare(mt) in MANIFEST_MEDIA_TYPES:
+    if bare(mt) in MANIFEST_TYPES:
         raise ComponentError(where, f"mediaType {mt[:100]!r} is an OCI artifact, not a file")
     data = await source.blob(cv, ref, mt)
     if len(data) > max_bytes:

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Literal
 
 from function.errors import ComponentError
-from function.ocm.ctf import CtfSource
+from function.ocm.ctf import INDEX_FILE, CtfSource
 from function.ocm.descriptor import COMPONENT_NAME_RE, VERSION_RE
-from function.ocm.directory import DescriptorFileSource, DirectorySource
+from function.ocm.directory import DESCRIPTOR_FILES, DescriptorFileSource, DirectorySource
 from function.ocm.model import Repository
 from function.ocm.oci import open_registry
 from function.ocm.source import ComponentSource
@@ -40,8 +40,7 @@ _HOST_RE = re.compile(
 )
 _PATH_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*$")
 MAX_SOURCE_LEN = 2048
-CTF_INDEX = "artifact-index.json"
-DESCRIPTOR_FILES = ("component-descriptor.yaml", "component-descriptor.json")
+CTF_INDEX = INDEX_FILE
 
 
 @dataclass(frozen=True)

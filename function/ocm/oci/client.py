@@ -34,7 +34,6 @@ import httpx
 from function.ocm.oci.auth import TokenCache, basic_header, parse_www_authenticate
 from function.ocm.oci.config import AllowedHost, RegistryAccess, normalize_host
 
-_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
 USER_AGENT = "function-sack8s"
 
@@ -354,6 +353,3 @@ class RegistryClient:
         expires = doc.get("expires_in")
         return token, expires if isinstance(expires, (int, float)) else None
 
-
-def is_digest(value: str) -> bool:
-    return bool(_DIGEST_RE.match(value))
