@@ -13,27 +13,54 @@ from __future__ import annotations
 from typing import Any
 
 RULES = [
-    (["apps"], ["deployments", "statefulsets", "daemonsets", "replicasets"], ["get", "list", "watch", "create", "update", "patch", "delete"]),
-    (["batch"], ["jobs", "cronjobs"], ["get", "list", "watch", "create", "update", "patch", "delete"]),
-    ([""], ["services", "configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"], ["get", "list", "watch", "create", "update", "patch", "delete"]),
-    (["networking.k8s.io"], ["ingresses", "networkpolicies"], ["get", "list", "watch", "create", "update", "patch", "delete"]),
-    (["policy"], ["poddisruptionbudgets"], ["get", "list", "watch", "create", "update", "patch", "delete"]),
-    (["autoscaling"], ["horizontalpodautoscalers"], ["get", "list", "watch", "create", "update", "patch", "delete"]),
+    (
+        ["apps"],
+        ["deployments", "statefulsets", "daemonsets", "replicasets"],
+        ["get", "list", "watch", "create", "update", "patch", "delete"],
+    ),
+    (
+        ["batch"],
+        ["jobs", "cronjobs"],
+        ["get", "list", "watch", "create", "update", "patch", "delete"],
+    ),
+    (
+        [""],
+        ["services", "configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"],
+        ["get", "list", "watch", "create", "update", "patch", "delete"],
+    ),
+    (
+        ["networking.k8s.io"],
+        ["ingresses", "networkpolicies"],
+        ["get", "list", "watch", "create", "update", "patch", "delete"],
+    ),
+    (
+        ["policy"],
+        ["poddisruptionbudgets"],
+        ["get", "list", "watch", "create", "update", "patch", "delete"],
+    ),
+    (
+        ["autoscaling"],
+        ["horizontalpodautoscalers"],
+        ["get", "list", "watch", "create", "update", "patch", "delete"],
+    ),
     ([""], ["pods", "events", "endpoints"], ["get", "list", "watch"]),
 ]
-DEPLOY_RULES = [([""], ["secrets"], ["get", "list", "watch", "create", "update", "patch", "delete"])]
+DEPLOY_RULES = [
+    ([""], ["secrets"], ["get", "list", "watch", "create", "update", "patch", "delete"])
+]
 
 
 def _yaml_rules(rules: list[tuple[list[str], list[str], list[str]]], indent: str) -> str:
     out = ""
     for groups, resources, verbs in rules:
-        out += f'{indent}- apiGroups: [{", ".join(repr(g).replace(chr(39), chr(34)) for g in groups)}]\n'
-        out += f'{indent}  resources: [{", ".join(resources)}]\n'
-        out += f'{indent}  verbs: [{", ".join(verbs)}]\n'
+        out += f"{indent}- apiGroups: [{', '.join(repr(g).replace(chr(39), chr(34)) for g in groups)}]\n"
+        out += f"{indent}  resources: [{', '.join(resources)}]\n"
+        out += f"{indent}  verbs: [{', '.join(verbs)}]\n"
     return out
 
 
-GO_TEMPLATE = r"""{{- $xr := .observed.composite.resource }}
+GO_TEMPLATE = (
+    r"""{{- $xr := .observed.composite.resource }}
 {{- $name := $xr.metadata.name }}
 {{- $dns := printf "sack8s-%s" $name }}
 {{- $sa := printf "%s-deployer" $name }}
@@ -82,7 +109,9 @@ metadata:
     gotemplating.fn.crossplane.io/ready: "True"
 {{- template "labels" $name }}
 rules:
-""" + _yaml_rules(RULES, "  ") + r"""---
+"""
+    + _yaml_rules(RULES, "  ")
+    + r"""---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:
@@ -301,6 +330,7 @@ spec:
   timeout: 5m
   wait: true
 """
+)
 
 
 def go_input() -> dict[str, Any]:
@@ -312,7 +342,7 @@ def go_input() -> dict[str, Any]:
     }
 
 
-PYTHONIC = '''
+PYTHONIC = """
 RULES = %r
 REASON = "Kustomization uninstalls with the deployer's rights and secrets"
 
@@ -382,8 +412,12 @@ class Sack8sPeer(BaseComposite):
         k = obj("flux-kustomization", "Kustomization", "kustomize.toolkit.fluxcd.io/v1", dns)
         k.spec = {"interval": "10m", "path": "./", "prune": True, "serviceAccountName": sa, "sourceRef": {"kind": "OCIRepository", "name": name},
                   "targetNamespace": str(spec.namespaces[0].name), "timeout": "5m", "wait": True}
-''' % ([list(r) for r in RULES],)
+""" % ([list(r) for r in RULES],)
 
 
 def pythonic_input() -> dict[str, Any]:
-    return {"apiVersion": "pythonic.fn.crossplane.io/v1alpha1", "kind": "Composite", "composite": PYTHONIC}
+    return {
+        "apiVersion": "pythonic.fn.crossplane.io/v1alpha1",
+        "kind": "Composite",
+        "composite": PYTHONIC,
+    }

@@ -139,7 +139,12 @@ class Server:
         argv = [a.replace("{port}", str(self.port)) for a in self.argv]
         self.log = open(Path(tempfile.gettempdir()) / f"sack8s-bench-{self.name}.log", "wb")
         self.proc = subprocess.Popen(
-            argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=self.log, stdin=subprocess.DEVNULL, env={**os.environ, **self.env}
+            argv,
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=self.log,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env},
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -175,7 +180,9 @@ def pythonic_bin(quick: bool) -> str | None:
     if exe.exists():
         return str(exe)
     cands = [os.environ.get("SACK8S_PY312")]
-    cands += sorted((str(p) for p in Path("/root/.pyenv/versions").glob("3.12*/bin/python3")), reverse=True)
+    cands += sorted(
+        (str(p) for p in Path("/root/.pyenv/versions").glob("3.12*/bin/python3")), reverse=True
+    )
     cands += [shutil.which("python3.12"), shutil.which("python3")]
     cands += sorted(str(p) for p in Path("/root/.pyenv/versions").glob("3.1[3-9]*/bin/python3"))
     cands += [shutil.which("python3.13")]
@@ -185,14 +192,25 @@ def pythonic_bin(quick: bool) -> str | None:
     print(f"creating the pythonic peer's virtualenv with {py} ...", flush=True)
     if subprocess.run([py, "-m", "venv", "--clear", str(venv)]).returncode != 0:
         return None
-    r = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"crossplane-function-pythonic=={PYTHONIC_VERSION}"])
+    r = subprocess.run(
+        [
+            str(venv / "bin" / "pip"),
+            "install",
+            "-q",
+            f"crossplane-function-pythonic=={PYTHONIC_VERSION}",
+        ]
+    )
     return str(exe) if r.returncode == 0 and exe.exists() else None
 
 
 def _is_py312(exe: str) -> bool:
     """A Python that really runs (pyenv shims may not) and is >= 3.12."""
     try:
-        r = subprocess.run([exe, "-c", "import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)"], capture_output=True, timeout=30)
+        r = subprocess.run(
+            [exe, "-c", "import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)"],
+            capture_output=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return r.returncode == 0
@@ -259,7 +277,16 @@ async def prepare(name: str, size: wl.Size, host: str, ttl_probe: bool) -> Prepa
         req.required_resources[k].CopyFrom(fnv1.Resources())
     for key in rsp.desired.resources:
         obj = struct(rsp.desired.resources[key].resource)
-        obj["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        obj["status"] = {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "Available",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ]
+        }
         sdkresource.update(req.observed.resources[key], obj)
     sack = fnv1.RunFunctionRequest()
     sack.CopyFrom(req)
@@ -292,8 +319,13 @@ async def prepare(name: str, size: wl.Size, host: str, ttl_probe: bool) -> Prepa
         "ready": {k: rsp.desired.resources[k].ready == fnv1.READY_TRUE for k in keys},
         "status": struct(rsp.desired.composite.resource).get("status", {}),
         "composite_ready": rsp.desired.composite.ready != fnv1.READY_FALSE,
-        "results": [{"severity": r.severity, "reason": r.reason, "message": r.message} for r in rsp.results],
-        "conditions": [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in rsp.conditions],
+        "results": [
+            {"severity": r.severity, "reason": r.reason, "message": r.message} for r in rsp.results
+        ],
+        "conditions": [
+            {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+            for c in rsp.conditions
+        ],
     }
     requests = {"sack8s": sack, "floor": sack, PROPOSED: sack}
     for server, inp in (("pythonic", peers.pythonic_input()), ("go-templating", peers.go_input())):
@@ -314,7 +346,9 @@ def pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))]
 
 
-async def run_load(stub: Any, req: fnv1.RunFunctionRequest, n: int, conc: int) -> tuple[list[float], float]:
+async def run_load(
+    stub: Any, req: fnv1.RunFunctionRequest, n: int, conc: int
+) -> tuple[list[float], float]:
     lat: list[float] = []
     todo = iter(range(n))
 
@@ -338,13 +372,18 @@ class Budget:
     inproc_n: int
 
 
-FULL = Budget(cpu_target_s=3.0, min_n=50, max_n=2000, conc_n={1: 200, 8: 400, 32: 640}, inproc_n=200)
+FULL = Budget(
+    cpu_target_s=3.0, min_n=50, max_n=2000, conc_n={1: 200, 8: 400, 32: 640}, inproc_n=200
+)
 QUICK = Budget(cpu_target_s=0.3, min_n=8, max_n=200, conc_n={1: 16, 8: 32, 32: 64}, inproc_n=10)
 
 
 async def measure_server(srv: Server, p: Prepared, budget: Budget) -> dict[str, Any]:
     req = p.requests[srv.name]
-    opts = [("grpc.max_receive_message_length", 64 * 1024 * 1024), ("grpc.max_send_message_length", 64 * 1024 * 1024)]
+    opts = [
+        ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+        ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ]
     async with grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}", options=opts) as ch:
         stub = grpcv1.FunctionRunnerServiceStub(ch)
         t = time.perf_counter()
@@ -395,14 +434,22 @@ async def measure_server(srv: Server, p: Prepared, budget: Budget) -> dict[str, 
     return out
 
 
-async def rss_growth(srv: Server, req: fnv1.RunFunctionRequest, first: int, total: int) -> dict[str, float]:
+async def rss_growth(
+    srv: Server, req: fnv1.RunFunctionRequest, first: int, total: int
+) -> dict[str, float]:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch:
         stub = grpcv1.FunctionRunnerServiceStub(ch)
         await run_load(stub, req, first, 8)
         a = proc_mem(srv.pid)["VmRSS"] / 2**20
         await run_load(stub, req, total - first, 8)
         b = proc_mem(srv.pid)["VmRSS"] / 2**20
-    return {"requests_a": first, "rss_mb_a": a, "requests_b": total, "rss_mb_b": b, "growth_mb": b - a}
+    return {
+        "requests_a": first,
+        "rss_mb_a": a,
+        "requests_b": total,
+        "rss_mb_b": b,
+        "growth_mb": b - a,
+    }
 
 
 def inprocess_latency(p: Prepared, n: int) -> dict[str, dict[str, float]]:
@@ -412,7 +459,10 @@ def inprocess_latency(p: Prepared, n: int) -> dict[str, dict[str, float]]:
         out = {}
         runner = FunctionRunner(sources=SourceFactory(cache=Cache()))
         floor = Floor(p.answer)
-        for name, fn, req in (("sack8s", runner, p.requests["sack8s"]), ("floor", floor, p.requests["floor"])):
+        for name, fn, req in (
+            ("sack8s", runner, p.requests["sack8s"]),
+            ("floor", floor, p.requests["floor"]),
+        ):
             await fn.RunFunction(req, None)
             lat = []
             c0 = time.process_time()
@@ -420,7 +470,11 @@ def inprocess_latency(p: Prepared, n: int) -> dict[str, dict[str, float]]:
                 t = time.perf_counter()
                 await fn.RunFunction(req, None)
                 lat.append((time.perf_counter() - t) * 1000)
-            out[name] = {"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "cpu_ms": (time.process_time() - c0) / n * 1000}
+            out[name] = {
+                "p50_ms": pct(lat, 50),
+                "p99_ms": pct(lat, 99),
+                "cpu_ms": (time.process_time() - c0) / n * 1000,
+            }
         return out
 
     return asyncio.run(go())
@@ -465,9 +519,17 @@ def plot(path: Path, results: dict[str, Any], scaling: dict[str, Any], caption: 
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [3, 2]})
     order = list(wl.SIZES)
     ws = sorted(results, key=lambda w: order.index(w) if w in order else len(order))
-    servers = [s for s in (*SERVERS[:1], PROPOSED, *SERVERS[1:]) if any(s in results[w] for w in ws)]
+    servers = [
+        s for s in (*SERVERS[:1], PROPOSED, *SERVERS[1:]) if any(s in results[w] for w in ws)
+    ]
     width = 0.8 / max(1, len(servers))
-    colors = {"sack8s": "#1f77b4", PROPOSED: "#9ecae1", "floor": "#7f7f7f", "pythonic": "#2ca02c", "go-templating": "#d62728"}
+    colors = {
+        "sack8s": "#1f77b4",
+        PROPOSED: "#9ecae1",
+        "floor": "#7f7f7f",
+        "pythonic": "#2ca02c",
+        "go-templating": "#d62728",
+    }
     for i, s in enumerate(servers):
         xs = [j + (i - (len(servers) - 1) / 2) * width for j in range(len(ws))]
         ys = [results[w].get(s, {}).get("cpu_ms_per_request", 0) for w in ws]
@@ -483,8 +545,17 @@ def plot(path: Path, results: dict[str, Any], scaling: dict[str, Any], caption: 
     a.set_title("CPU per request over gRPC (label: × floor, same run)")
     a.legend(fontsize=8)
     if scaling:
-        for s, pts in sorted(scaling["series"].items(), key=lambda kv: (*SERVERS[:1], PROPOSED, *SERVERS[1:]).index(kv[0])):
-            b.loglog(pts["factor"], pts["cpu_ms"], "o-", label=f"{s} (exponent {pts['exponent']:.2f})", color=colors.get(s))
+        for s, pts in sorted(
+            scaling["series"].items(),
+            key=lambda kv: (*SERVERS[:1], PROPOSED, *SERVERS[1:]).index(kv[0]),
+        ):
+            b.loglog(
+                pts["factor"],
+                pts["cpu_ms"],
+                "o-",
+                label=f"{s} (exponent {pts['exponent']:.2f})",
+                color=colors.get(s),
+            )
         b.set_xlabel("size factor (namespaces, secrets, images, rules each ×f)")
         b.set_ylabel("server CPU ms per request")
         b.set_title("scaling")
@@ -504,8 +575,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a few iterations (smoke test)")
     ap.add_argument("--json", type=Path, help="write {workload: {server: {...}}} here")
-    ap.add_argument("--details", type=Path, help="write every figure (cold/warm, scaling, memory) here as JSON")
-    ap.add_argument("--plot", type=Path, default=REPO / "docs" / "benchmarks.png", help="PNG plot (default docs/benchmarks.png)")
+    ap.add_argument(
+        "--details", type=Path, help="write every figure (cold/warm, scaling, memory) here as JSON"
+    )
+    ap.add_argument(
+        "--plot",
+        type=Path,
+        default=REPO / "docs" / "benchmarks.png",
+        help="PNG plot (default docs/benchmarks.png)",
+    )
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--workloads", default="small,medium,large")
     ap.add_argument("--servers", default=",".join(SERVERS))
@@ -519,9 +597,17 @@ def main() -> int:
     servers = [s for s in args.servers.split(",") if s]
     reg_bin = find_binary()
     if reg_bin is None:
-        raise SystemExit("docker-registry not found (apt-get install docker-registry, or SACK8S_REGISTRY_BIN)")
+        raise SystemExit(
+            "docker-registry not found (apt-get install docker-registry, or SACK8S_REGISTRY_BIN)"
+        )
     exe: dict[str, list[str]] = {
-        "sack8s": [str(REPO / ".venv" / "bin" / "sack8s"), "serve", "--insecure", "--address", "127.0.0.1:{port}"],
+        "sack8s": [
+            str(REPO / ".venv" / "bin" / "sack8s"),
+            "serve",
+            "--insecure",
+            "--address",
+            "127.0.0.1:{port}",
+        ],
     }
     skipped: dict[str, str] = {}
     if "pythonic" in servers:
@@ -529,13 +615,17 @@ def main() -> int:
         if pb:
             exe["pythonic"] = [pb, "grpc", "--insecure", "--address", "127.0.0.1:{port}"]
         else:
-            skipped["pythonic"] = "no Python >= 3.12 or crossplane-function-pythonic could not be installed"
+            skipped["pythonic"] = (
+                "no Python >= 3.12 or crossplane-function-pythonic could not be installed"
+            )
     if "go-templating" in servers:
         gb = go_templating_bin()
         if gb:
             exe["go-templating"] = [gb, "--insecure", "--address", "127.0.0.1:{port}"]
         else:
-            skipped["go-templating"] = "binary not found (SACK8S_GO_TEMPLATING or $SACK8S_SHARED/tools/function-go-templating)"
+            skipped["go-templating"] = (
+                "binary not found (SACK8S_GO_TEMPLATING or $SACK8S_SHARED/tools/function-go-templating)"
+            )
     for s, why in skipped.items():
         if STRICT:
             raise SystemExit(f"peer {s} unavailable in strict mode: {why}")
@@ -545,15 +635,26 @@ def main() -> int:
     reg = Registry(reg_bin).start()
     tmp = Path(tempfile.mkdtemp(prefix="sack8s-bench-"))
     results: dict[str, dict[str, Any]] = {}
-    details: dict[str, Any] = {"command": cmd, "machine": machine(), "cold_warm": {}, "inprocess": {}, "skipped": skipped}
+    details: dict[str, Any] = {
+        "command": cmd,
+        "machine": machine(),
+        "cold_warm": {},
+        "inprocess": {},
+        "skipped": skipped,
+    }
     try:
         names = [w for w in args.workloads.split(",") if w]
         factors = (1, 10) if args.quick else wl.SCALING_FACTORS
         scale_sizes = {f"x{f}": wl.SCALING_BASE.scaled(f) for f in factors}
         for size in [*(wl.SIZES[n] for n in names), *scale_sizes.values()]:
             wl.push(reg.host, wl.build_component(size), wl.base_of(size))
-        prepared = {n: asyncio.run(prepare(n, wl.SIZES[n], reg.host, ttl_probe=(n == "medium"))) for n in names}
-        scale_prep = {n: asyncio.run(prepare(n, s, reg.host, ttl_probe=False)) for n, s in scale_sizes.items()}
+        prepared = {
+            n: asyncio.run(prepare(n, wl.SIZES[n], reg.host, ttl_probe=(n == "medium")))
+            for n in names
+        }
+        scale_prep = {
+            n: asyncio.run(prepare(n, s, reg.host, ttl_probe=False)) for n, s in scale_sizes.items()
+        }
         for n, p in prepared.items():
             details["cold_warm"][n] = p.cold
             details["inprocess"][n] = inprocess_latency(p, budget.inproc_n)
@@ -564,14 +665,25 @@ def main() -> int:
             answers[n].write_text(json.dumps(p.answer))
         for s in servers:
             for n, p in prepared.items():
-                argv = exe.get(s) or [sys.executable, str(HERE / "floor.py"), "--answer", str(answers[n]), "--insecure", "--address", "127.0.0.1:{port}"]
+                argv = exe.get(s) or [
+                    sys.executable,
+                    str(HERE / "floor.py"),
+                    "--answer",
+                    str(answers[n]),
+                    "--insecure",
+                    "--address",
+                    "127.0.0.1:{port}",
+                ]
                 srv = Server(s, argv).start(REPO)
                 try:
                     results[n][s] = asyncio.run(measure_server(srv, p, budget))
                 finally:
                     srv.stop()
                 r = results[n][s]
-                print(f"  {n:7} {s:14} cpu {r['cpu_ms_per_request']:8.2f} ms/req over {r['cpu_requests']} requests", flush=True)
+                print(
+                    f"  {n:7} {s:14} cpu {r['cpu_ms_per_request']:8.2f} ms/req over {r['cpu_requests']} requests",
+                    flush=True,
+                )
         # scaling: sack8s and the floor, every dimension x f
         series: dict[str, Any] = {}
         for s in ("sack8s", PROPOSED, "floor"):
@@ -579,10 +691,30 @@ def main() -> int:
                 continue
             pts = {"factor": [], "cpu_ms": [], "objects": []}
             for n, p in scale_prep.items():
-                argv = exe.get(s) or [sys.executable, str(HERE / "floor.py"), "--answer", str(answers[n]), "--insecure", "--address", "127.0.0.1:{port}"]
+                argv = exe.get(s) or [
+                    sys.executable,
+                    str(HERE / "floor.py"),
+                    "--answer",
+                    str(answers[n]),
+                    "--insecure",
+                    "--address",
+                    "127.0.0.1:{port}",
+                ]
                 srv = Server(s, argv).start(REPO)
                 try:
-                    r = asyncio.run(measure_server(srv, p, Budget(budget.cpu_target_s, budget.min_n, budget.max_n, {1: 4, 8: 8, 32: 32}, 0)))
+                    r = asyncio.run(
+                        measure_server(
+                            srv,
+                            p,
+                            Budget(
+                                budget.cpu_target_s,
+                                budget.min_n,
+                                budget.max_n,
+                                {1: 4, 8: 8, 32: 32},
+                                0,
+                            ),
+                        )
+                    )
                 finally:
                     srv.stop()
                 pts["factor"].append(int(n[1:]))
@@ -597,7 +729,9 @@ def main() -> int:
             first, total = (100, 1000) if args.quick else (1000, 20000)
             srv = Server("sack8s", exe["sack8s"]).start(REPO)
             try:
-                details["rss_growth"] = asyncio.run(rss_growth(srv, prepared["medium"].requests["sack8s"], first, total))
+                details["rss_growth"] = asyncio.run(
+                    rss_growth(srv, prepared["medium"].requests["sack8s"], first, total)
+                )
             finally:
                 srv.stop()
     finally:
@@ -610,10 +744,19 @@ def main() -> int:
     for w, by in results.items():
         fl = by.get("floor", {}).get("cpu_ms_per_request")
         if fl:
-            print("  " + w + ": " + ", ".join(f"{s} {r['cpu_ms_per_request'] / fl:.2f}×" for s, r in by.items()))
+            print(
+                "  "
+                + w
+                + ": "
+                + ", ".join(f"{s} {r['cpu_ms_per_request'] / fl:.2f}×" for s, r in by.items())
+            )
     print("\ncold and warm reconcile (in process, fresh caches):")
     for w, c in details["cold_warm"].items():
-        extra = f", after the tag TTL {c['after_ttl_registry_requests']} requests" if "after_ttl_registry_requests" in c else ""
+        extra = (
+            f", after the tag TTL {c['after_ttl_registry_requests']} requests"
+            if "after_ttl_registry_requests" in c
+            else ""
+        )
         print(
             f"  {w}: first reconcile {c['registry_requests']} registry requests, {c['wall_ms']:.1f} ms wall / {c['cpu_ms']:.1f} ms CPU; "
             f"warm {c['warm_registry_requests']} requests, {c['warm_wall_ms']:.1f} ms{extra}; "
@@ -622,15 +765,28 @@ def main() -> int:
     if scaling["series"]:
         print(f"\nscaling (base {wl.SCALING_BASE}, every dimension x f):")
         for s, pts in scaling["series"].items():
-            print(f"  {s}: " + ", ".join(f"x{f}: {c:.2f} ms ({o} objects)" for f, c, o in zip(pts["factor"], pts["cpu_ms"], pts["objects"])) + f"; fitted exponent {pts['exponent']:.2f}")
+            print(
+                f"  {s}: "
+                + ", ".join(
+                    f"x{f}: {c:.2f} ms ({o} objects)"
+                    for f, c, o in zip(pts["factor"], pts["cpu_ms"], pts["objects"])
+                )
+                + f"; fitted exponent {pts['exponent']:.2f}"
+            )
     if "rss_growth" in details:
         g = details["rss_growth"]
-        print(f"\nmemory (sack8s, medium, c=8): RSS {g['rss_mb_a']:.1f} MB after {g['requests_a']} requests, {g['rss_mb_b']:.1f} MB after {g['requests_b']} (growth {g['growth_mb']:+.1f} MB)")
+        print(
+            f"\nmemory (sack8s, medium, c=8): RSS {g['rss_mb_a']:.1f} MB after {g['requests_a']} requests, {g['rss_mb_b']:.1f} MB after {g['requests_b']} (growth {g['growth_mb']:+.1f} MB)"
+        )
     elapsed = time.time() - started
     caption = f"{cmd}  |  {machine()}  |  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  |  {elapsed:.0f} s"
     print(f"\n# {caption}")
     table_json = {
-        w: {s: {k: r[k] for k in ("cpu_ms_per_request", "p50_ms", "p99_ms", "rps_c8", "objects")} for s, r in by.items() if s in SERVERS}
+        w: {
+            s: {k: r[k] for k in ("cpu_ms_per_request", "p50_ms", "p99_ms", "rps_c8", "objects")}
+            for s, r in by.items()
+            if s in SERVERS
+        }
         for w, by in results.items()
     }
     if args.json:

@@ -106,7 +106,9 @@ class Lru:
                 self._bytes -= old[1]
             self._data[key] = (value, nbytes)
             self._bytes += nbytes
-            while self._data and (len(self._data) > self.max_entries or self._bytes > self.max_bytes):
+            while self._data and (
+                len(self._data) > self.max_entries or self._bytes > self.max_bytes
+            ):
                 _, (_, n) = self._data.popitem(last=False)
                 self._bytes -= n
                 self.stats.evictions += 1
@@ -219,7 +221,9 @@ class Cache:
         self._immutable.clear()
         self._short.clear()
 
-    async def _fetch(self, flight_key: Hashable, fetch: Callable[[], Awaitable[T]], store: Callable[[T], None]) -> T:
+    async def _fetch(
+        self, flight_key: Hashable, fetch: Callable[[], Awaitable[T]], store: Callable[[T], None]
+    ) -> T:
         pending = self._inflight.get(flight_key)
         if pending is not None:
             self.stats.coalesced += 1
@@ -359,7 +363,9 @@ def approx_size(value: Any, _depth: int = 0) -> int:
     if isinstance(value, (str, bytes)):
         return 50 + len(value)
     if isinstance(value, Mapping):
-        return 100 + sum(approx_size(k, _depth + 1) + approx_size(v, _depth + 1) for k, v in value.items())
+        return 100 + sum(
+            approx_size(k, _depth + 1) + approx_size(v, _depth + 1) for k, v in value.items()
+        )
     if isinstance(value, (list, tuple)):
         return 60 + sum(approx_size(v, _depth + 1) for v in value)
     return 32

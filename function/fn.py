@@ -29,6 +29,7 @@ from function.requirements import requirements_for
 from function.sources import SourceFactory, claim_repository
 from function.structs import fields, to_dict
 
+
 def _struct(msg: Any) -> dict[str, Any]:
     return to_dict(msg)
 
@@ -40,7 +41,11 @@ def _observed_xr(res: Any) -> dict[str, Any]:
     out = fields(res, ("apiVersion", "kind", "metadata", "spec"))
     if "status" in res.fields:
         status = res.fields["status"].struct_value.fields
-        out["status"] = {"component": to_dict(status["component"].struct_value)} if "component" in status else {}
+        out["status"] = (
+            {"component": to_dict(status["component"].struct_value)}
+            if "component" in status
+            else {}
+        )
     return out
 
 
@@ -52,7 +57,12 @@ def _observed_resource(res: Any) -> dict[str, Any]:
 
 def _result(rsp: fnv1.RunFunctionResponse, severity: int, reason: str, message: str) -> None:
     rsp.results.append(
-        fnv1.Result(severity=severity, message=message, reason=reason, target=fnv1.TARGET_COMPOSITE_AND_CLAIM)
+        fnv1.Result(
+            severity=severity,
+            message=message,
+            reason=reason,
+            target=fnv1.TARGET_COMPOSITE_AND_CLAIM,
+        )
     )
 
 
@@ -80,7 +90,9 @@ class _StdlibToStructlog(stdlogging.Handler):
             ensure_context_logging()
             level = record.levelname.lower()
             log = structlog.get_logger().bind(logger=record.name)
-            method = getattr(log, level if level in ("debug", "info", "warning", "error", "critical") else "info")
+            method = getattr(
+                log, level if level in ("debug", "info", "warning", "error", "critical") else "info"
+            )
             method(record.getMessage())
         except Exception:  # noqa: BLE001 - logging must never break a reconcile
             self.handleError(record)
@@ -119,7 +131,9 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         labels = meta.get("labels")
         labels = labels if isinstance(labels, dict) else {}
         if labels.get("crossplane.io/claim-name"):
-            context["claim"] = f"{labels.get('crossplane.io/claim-namespace', '')}/{labels['crossplane.io/claim-name']}"
+            context["claim"] = (
+                f"{labels.get('crossplane.io/claim-namespace', '')}/{labels['crossplane.io/claim-name']}"
+            )
         ensure_context_logging()
         log = self.log.bind(**context)
         started = time.perf_counter()
@@ -139,16 +153,29 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 outcome = "fatal"
                 log.exception("unexpected error")
                 rsp.desired.CopyFrom(req.desired)
-                _result(rsp, fnv1.SEVERITY_FATAL, "InternalError", f"internal error ({type(e).__name__}); see the function's logs")
+                _result(
+                    rsp,
+                    fnv1.SEVERITY_FATAL,
+                    "InternalError",
+                    f"internal error ({type(e).__name__}); see the function's logs",
+                )
             seconds = time.perf_counter() - started
             try:
-                metrics.observe_request(outcome, seconds, ((r.severity, r.reason) for r in rsp.results))
+                metrics.observe_request(
+                    outcome, seconds, ((r.severity, r.reason) for r in rsp.results)
+                )
             except Exception:  # noqa: BLE001 - metrics must never break a reconcile
                 log.warning("metrics update failed")
             log.debug("done", seconds=round(seconds, 4))
         return rsp
 
-    async def _run(self, req: fnv1.RunFunctionRequest, rsp: fnv1.RunFunctionResponse, xr: dict[str, Any], log: Any) -> bool:
+    async def _run(
+        self,
+        req: fnv1.RunFunctionRequest,
+        rsp: fnv1.RunFunctionResponse,
+        xr: dict[str, Any],
+        log: Any,
+    ) -> bool:
         policy = parse_policy(_struct(req.input) if req.HasField("input") else {})
         spec = parse_spec(xr)
         identity = identity_of(xr)
@@ -163,7 +190,12 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             return False  # Crossplane calls again with them resolved; this answer is discarded
 
         loaded = await self.sources.load(
-            spec, policy, repository, status=(xr.get("status") or {}), credentials=req.credentials, base_dir=self.base_dir
+            spec,
+            policy,
+            repository,
+            status=(xr.get("status") or {}),
+            credentials=req.credentials,
+            base_dir=self.base_dir,
         )
         values = got.values(spec, identity)
         observed = {k: _observed_resource(v.resource) for k, v in req.observed.resources.items()}
@@ -182,7 +214,9 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         )
         for key in sorted(out.resources):
             resource.update(rsp.desired.resources[key], out.resources[key])
-            rsp.desired.resources[key].ready = fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
+            rsp.desired.resources[key].ready = (
+                fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
+            )
         resource.update(rsp.desired.composite, {"status": out.status})
         if not out.all_ready:
             rsp.desired.composite.ready = fnv1.READY_FALSE
@@ -201,5 +235,10 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 target=fnv1.TARGET_COMPOSITE_AND_CLAIM,
             )
         )
-        log.info("composed", resources=len(out.resources), version=loaded.component.version, ready=out.all_ready)
+        log.info(
+            "composed",
+            resources=len(out.resources),
+            version=loaded.component.version,
+            ready=out.all_ready,
+        )
         return True

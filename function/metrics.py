@@ -37,7 +37,10 @@ ENV_ADDRESS = "SACK8S_METRICS_ADDRESS"
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 REQUESTS = Counter(
-    "sack8s_requests", "RunFunction requests by outcome (composed, fatal, waiting).", ["outcome"], registry=REGISTRY
+    "sack8s_requests",
+    "RunFunction requests by outcome (composed, fatal, waiting).",
+    ["outcome"],
+    registry=REGISTRY,
 )
 DURATION = Histogram(
     "sack8s_request_duration_seconds",
@@ -46,7 +49,10 @@ DURATION = Histogram(
     registry=REGISTRY,
 )
 RESULTS = Counter(
-    "sack8s_results", "Results returned by RunFunction, by severity and reason.", ["severity", "reason"], registry=REGISTRY
+    "sack8s_results",
+    "Results returned by RunFunction, by severity and reason.",
+    ["severity", "reason"],
+    registry=REGISTRY,
 )
 REGISTRY_LATENCY = Histogram(
     "sack8s_registry_request_duration_seconds",
@@ -86,10 +92,14 @@ class _CacheCollector(Collector):
     def collect(self):  # type: ignore[override]
         caches = list(_caches)
         for name in _STAT_FIELDS:
-            fam = CounterMetricFamily(f"sack8s_cache_{name}", f"Component cache: {name.replace('_', ' ')}.")
+            fam = CounterMetricFamily(
+                f"sack8s_cache_{name}", f"Component cache: {name.replace('_', ' ')}."
+            )
             fam.add_metric([], float(sum(getattr(c.stats, name, 0) for c in caches)))
             yield fam
-        size = GaugeMetricFamily("sack8s_cache_bytes", "Bytes held by the digest-keyed component cache.")
+        size = GaugeMetricFamily(
+            "sack8s_cache_bytes", "Bytes held by the digest-keyed component cache."
+        )
         size.add_metric([], float(sum(getattr(c, "size_bytes", 0) for c in caches)))
         yield size
 

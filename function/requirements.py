@@ -42,10 +42,14 @@ class Requirements:
 
     def declare(self, rsp: fnv1.RunFunctionResponse) -> None:
         for ns in self.namespaces:
-            response.require_resources(rsp, namespace_requirement(ns), "v1", "Namespace", match_name=ns)
+            response.require_resources(
+                rsp, namespace_requirement(ns), "v1", "Namespace", match_name=ns
+            )
         if self.configmap:
             ns, name = self.configmap
-            response.require_resources(rsp, VALUES, "v1", "ConfigMap", match_name=name, namespace=ns)
+            response.require_resources(
+                rsp, VALUES, "v1", "ConfigMap", match_name=name, namespace=ns
+            )
 
     def collect(self, req: fnv1.RunFunctionRequest) -> "Resolved | None":
         """What the cluster holds, or None while any requirement is still unresolved."""
@@ -91,7 +95,9 @@ class Resolved:
         key = v.configMapRef.key
         if key is None:
             if len(data) != 1:
-                raise InvalidValues(where, f"has {len(data)} data keys; set spec.values.configMapRef.key")
+                raise InvalidValues(
+                    where, f"has {len(data)} data keys; set spec.values.configMapRef.key"
+                )
             key = next(iter(data))
         if key not in data:
             shown = ", ".join(sorted(data)[:10]) or "none"

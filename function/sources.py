@@ -24,7 +24,13 @@ from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackE
 from function.cache import Cache
 from function.ocm.fetch import load_resources, resolve_version
 from function.ocm.location import Location, open_source, parse_location, parse_repository
-from function.ocm.oci import AllowedHost, CredentialSet, OciSource, RegistryAccess, credentials_from_request_data
+from function.ocm.oci import (
+    AllowedHost,
+    CredentialSet,
+    OciSource,
+    RegistryAccess,
+    credentials_from_request_data,
+)
 from function.ocm.model import TYPE_CONFIGDATA, ComponentVersion, Repository, Resource
 from function.ocm.select import find_by_type, find_resource
 from function.ocm.source import ComponentSource, LoadedComponent, resource_key
@@ -36,9 +42,13 @@ def claim_repository(spec: Spec) -> Repository:
     try:
         loc = parse_repository(spec.component.repository)
     except SackError as e:
-        raise PolicyViolation(where, e.message if e.where.startswith("source") else str(e)) from None
+        raise PolicyViolation(
+            where, e.message if e.where.startswith("source") else str(e)
+        ) from None
     if loc.kind != "oci" or loc.repository is None:
-        raise PolicyViolation(where, f"must be an OCI registry reference (got a {loc.kind} location)")
+        raise PolicyViolation(
+            where, f"must be an OCI registry reference (got a {loc.kind} location)"
+        )
     return loc.repository
 
 
@@ -63,15 +73,27 @@ def select_resources(spec: Spec, cv: ComponentVersion) -> tuple[Resource, Resour
     """The claim's deployable and ConfigData resources (None when the component ships none),
     selected once per request; the core reads them from the :class:`LoadedComponent`."""
     deployable = find_resource(
-        cv.descriptor, spec.deploy.resource.name, spec.deploy.resource.extraIdentity, where="spec.deploy.resource"
+        cv.descriptor,
+        spec.deploy.resource.name,
+        spec.deploy.resource.extraIdentity,
+        where="spec.deploy.resource",
     )
     if spec.configData is not None:
-        cd = find_resource(cv.descriptor, spec.configData.name, spec.configData.extraIdentity, where="spec.configData")
+        cd = find_resource(
+            cv.descriptor,
+            spec.configData.name,
+            spec.configData.extraIdentity,
+            where="spec.configData",
+        )
         if cd.type != TYPE_CONFIGDATA:
-            raise InvalidClaim("spec.configData", f"resource {cd.name} has type {cd.type}, not {TYPE_CONFIGDATA}")
+            raise InvalidClaim(
+                "spec.configData", f"resource {cd.name} has type {cd.type}, not {TYPE_CONFIGDATA}"
+            )
         return deployable, cd
     if any(r.type == TYPE_CONFIGDATA for r in cv.descriptor.resources):
-        return deployable, find_by_type(cv.descriptor, TYPE_CONFIGDATA, where=f"component {cv.name}:{cv.version}")
+        return deployable, find_by_type(
+            cv.descriptor, TYPE_CONFIGDATA, where=f"component {cv.name}:{cv.version}"
+        )
     return deployable, None
 
 
@@ -85,7 +107,9 @@ class SourceFactory:
     cache: Cache = field(default_factory=Cache)
     on_registry_get: Callable[[float, bool], None] | None = None
 
-    def _credentials(self, policy: Policy, host: str, credentials: Mapping[str, Any]) -> CredentialSet:
+    def _credentials(
+        self, policy: Policy, host: str, credentials: Mapping[str, Any]
+    ) -> CredentialSet:
         result = CredentialSet()
         for entry in policy.registries:
             if entry.credentials is None:
@@ -96,9 +120,12 @@ class SourceFactory:
                     f"the pipeline step has no credentials named {entry.credentials!r}",
                 )
             got = credentials_from_request_data(
-                dict(credentials[entry.credentials].credential_data.data), where=f"credentials {entry.credentials}"
+                dict(credentials[entry.credentials].credential_data.data),
+                where=f"credentials {entry.credentials}",
             )
-            if got.default is not None:  # a bare username/password Secret: bind it to this host only
+            if (
+                got.default is not None
+            ):  # a bare username/password Secret: bind it to this host only
                 got = CredentialSet({entry.host.lower(): got.default, **got.by_host})
             result = result.merged(CredentialSet(got.by_host))
         return result
@@ -111,13 +138,23 @@ class SourceFactory:
         return None
 
     def open(
-        self, spec: Spec, policy: Policy, repository: Repository, credentials: Mapping[str, Any], base_dir: Path
+        self,
+        spec: Spec,
+        policy: Policy,
+        repository: Repository,
+        credentials: Mapping[str, Any],
+        base_dir: Path,
     ) -> ComponentSource:
         path = self._mirror(policy, repository, base_dir)
         if path is not None:
             return open_source(parse_location(str(path)), registry_repository=repository)
-        hosts = [AllowedHost(r.host, plain_http=r.plainHTTP, ca_bundle=r.caBundle) for r in policy.registries]
-        access = RegistryAccess.build(hosts, self._credentials(policy, repository.host, credentials))
+        hosts = [
+            AllowedHost(r.host, plain_http=r.plainHTTP, ca_bundle=r.caBundle)
+            for r in policy.registries
+        ]
+        access = RegistryAccess.build(
+            hosts, self._credentials(policy, repository.host, credentials)
+        )
         return OciSource(repository, access=access, cache=self.cache, on_get=self.on_registry_get)
 
     async def load(
@@ -150,7 +187,9 @@ class SourceFactory:
             # re-extracts the deployable. A new descriptor (a re-pushed tag) is a new key.
             key = (
                 "loaded",
-                ("mirror", str(mirror)) if mirror is not None else ("oci", repository.host.lower(), repository.base.strip("/")),
+                ("mirror", str(mirror))
+                if mirror is not None
+                else ("oci", repository.host.lower(), repository.base.strip("/")),
                 repository,
                 cv.name,
                 cv.version,
@@ -160,9 +199,15 @@ class SourceFactory:
             )
 
             async def fetch() -> LoadedComponent:
-                return await load_resources(source, cv, deployable=deployable, configdata=configdata)
+                return await load_resources(
+                    source, cv, deployable=deployable, configdata=configdata
+                )
 
-            loaded = await self.cache.immutable(key, fetch, size=_loaded_size) if cv.descriptor_digest else await fetch()
+            loaded = (
+                await self.cache.immutable(key, fetch, size=_loaded_size)
+                if cv.descriptor_digest
+                else await fetch()
+            )
         finally:
             close = getattr(source, "aclose", None)
             if close is not None:

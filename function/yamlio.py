@@ -59,13 +59,18 @@ def check_expansion(
         node, depth = stack.pop()
         count += 1
         if count > max_nodes:
-            raise YamlError(where, f"document expands to more than {max_nodes} nodes (YAML alias bomb?)")
+            raise YamlError(
+                where, f"document expands to more than {max_nodes} nodes (YAML alias bomb?)"
+            )
         if depth > max_depth:
             raise YamlError(where, f"document nests deeper than {max_depth} levels")
         if isinstance(node, str):
             text += len(node)
             if text > max_text:
-                raise YamlError(where, f"document expands to more than {max_text} characters of text (YAML alias bomb?)")
+                raise YamlError(
+                    where,
+                    f"document expands to more than {max_text} characters of text (YAML alias bomb?)",
+                )
             if not surrogates and not node.isascii():
                 surrogates = _SURROGATE.search(node) is not None
         elif isinstance(node, dict):
@@ -85,7 +90,10 @@ def _fix_surrogates(node: Any, where: str) -> Any:
         try:
             return node.encode("utf-16", "surrogatepass").decode("utf-16")
         except UnicodeError:
-            raise YamlError(where, "holds a lone UTF-16 surrogate escape (\\uD800-\\uDFFF) that encodes no character") from None
+            raise YamlError(
+                where,
+                "holds a lone UTF-16 surrogate escape (\\uD800-\\uDFFF) that encodes no character",
+            ) from None
     if isinstance(node, dict):
         return {_fix_surrogates(k, where): _fix_surrogates(v, where) for k, v in node.items()}
     if isinstance(node, list):

@@ -35,7 +35,9 @@ def pydantic_error(e: ValidationError, prefix: str, error: type[SackError]) -> S
     """One error naming the first invalid field path (all of them, when short)."""
     parts = []
     for err in e.errors()[:5]:
-        loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
+        loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(
+            ".[", "["
+        )
         parts.append((f"{prefix}.{loc}" if loc else prefix, err["msg"]))
     where, msg = parts[0]
     more = "; ".join(f"{w}: {m}" for w, m in parts[1:])

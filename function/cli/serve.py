@@ -45,7 +45,9 @@ from function.sources import SourceFactory
     envvar=metrics.ENV_ADDRESS,
     help="Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9090). Off by default.",
 )
-def serve(tag_ttl: float, cache_bytes: int, memo_bytes: int, metrics_address: str | None, **kwargs: object) -> None:
+def serve(
+    tag_ttl: float, cache_bytes: int, memo_bytes: int, metrics_address: str | None, **kwargs: object
+) -> None:
     """Serve RunFunction over gRPC (--insecure, --tls-certs-dir, --address, --debug)."""
     if metrics_address:
         try:

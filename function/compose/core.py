@@ -96,20 +96,29 @@ def _images(inp: CoreInput, table: ImageTable) -> list[dict[str, Any]]:
 
 def _image_hosts(inp: CoreInput, table: ImageTable) -> list[str]:
     """The registries the images are pulled from (the pull secret's dockerconfigjson hosts)."""
-    hosts = {table[resource_key(r)].require().host for r in inp.loaded.component.descriptor.resources if r.type in IMAGE_TYPES}
+    hosts = {
+        table[resource_key(r)].require().host
+        for r in inp.loaded.component.descriptor.resources
+        if r.type in IMAGE_TYPES
+    }
     return sorted(hosts)
 
 
-def _mutation(inp: CoreInput, flavour: str, deployable: Resource, cd: Resource | None, table: ImageTable) -> FluxMutation:
+def _mutation(
+    inp: CoreInput, flavour: str, deployable: Resource, cd: Resource | None, table: ImageTable
+) -> FluxMutation:
     if cd is None:
         if inp.values:
             raise InvalidClaim(
-                "spec.values", f"component {inp.loaded.component.name} ships no ConfigData, so values cannot be applied"
+                "spec.values",
+                f"component {inp.loaded.component.name} ships no ConfigData, so values cannot be applied",
             )
         return FluxMutation()
     cd_files = inp.loaded.contents.get(resource_key(cd)) or {}
     if len(cd_files) != 1:
-        raise ComponentError(f"component resource {cd.name}", "the ConfigData content was not loaded")
+        raise ComponentError(
+            f"component resource {cd.name}", "the ConfigData content was not loaded"
+        )
     (cd_bytes,) = cd_files.values()
     return mutate(
         MutationInput(
@@ -132,10 +141,16 @@ def _gate_open(inp: CoreInput, ctx: Context) -> tuple[bool, str]:
         return False, "the OCM Component is not created yet"
     cond = readiness.ready_condition(obs) or {}
     if cond.get("status") != "True":
-        return False, f"the OCM Component is not Ready ({cond.get('reason') or 'no Ready condition yet'})"
+        return (
+            False,
+            f"the OCM Component is not Ready ({cond.get('reason') or 'no Ready condition yet'})",
+        )
     seen = ((obs.get("status") or {}).get("component") or {}).get("version")
     if seen != inp.loaded.component.version:
-        return False, f"the OCM Component reports version {seen!r}, not {inp.loaded.component.version!r}"
+        return (
+            False,
+            f"the OCM Component reports version {seen!r}, not {inp.loaded.component.version!r}",
+        )
     return True, ""
 
 
@@ -150,11 +165,15 @@ def compose(inp: CoreInput) -> CoreOutput:
     cv = inp.loaded.component
     deployable, cd = inp.loaded.deployable, inp.loaded.configdata
     if deployable is None:
-        raise ComponentError(f"component {cv.name}:{cv.version}", "no deployable resource was selected")
+        raise ComponentError(
+            f"component {cv.name}:{cv.version}", "no deployable resource was selected"
+        )
     flavour = choose_flavour(spec, deployable)
     ctx = Context(identity, spec, policy, deploy_ns, inp.repository, registry, flavour)
 
-    src = flux_source(cv, deployable, flavour, blob_head=inp.loaded.blob_heads.get(resource_key(deployable)))
+    src = flux_source(
+        cv, deployable, flavour, blob_head=inp.loaded.blob_heads.get(resource_key(deployable))
+    )
     # Every image reference is resolved and parsed once, here, and used from this table by
     # status, the pull secrets and the ConfigData engine.
     table = image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages)
@@ -178,18 +197,32 @@ def compose(inp: CoreInput) -> CoreOutput:
         desired.update(flux_objs)
     else:
         flux_key = None
-        notes.append(Note("Normal", "WaitingForOCMComponent", f"Flux objects wait for the OCM Component: {why}"))
+        notes.append(
+            Note(
+                "Normal",
+                "WaitingForOCMComponent",
+                f"Flux objects wait for the OCM Component: {why}",
+            )
+        )
     # Usages are built as if the Flux release were composed; while it is withheld, only the
     # ones already observed stay (never dropped because a dependency is not ready).
-    for key, usage in usages.build(ctx, {**desired, **flux_objs}, flux.key_release(flavour)).items():
-        if flux_key is not None or key in inp.observed or usage["spec"]["by"]["kind"] != flux.kind_of(flavour):
+    for key, usage in usages.build(
+        ctx, {**desired, **flux_objs}, flux.key_release(flavour)
+    ).items():
+        if (
+            flux_key is not None
+            or key in inp.observed
+            or usage["spec"]["by"]["kind"] != flux.kind_of(flavour)
+        ):
             desired[key] = usage
 
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
     blocked = readiness.first_blocker(desired, ready, inp.observed)
     if blocked is None and flux_key is None:
         comp = desired.get(ocmobjects.key_component(), {}).get("metadata", {})
-        blocked = readiness.Blocker("Component", comp.get("name", ""), comp.get("namespace"), "WaitingForOCMComponent", why)
+        blocked = readiness.Blocker(
+            "Component", comp.get("name", ""), comp.get("namespace"), "WaitingForOCMComponent", why
+        )
 
     status: dict[str, Any] = {
         "component": {
@@ -209,7 +242,13 @@ def compose(inp: CoreInput) -> CoreOutput:
         "configData": {
             "resource": cd.name if cd else None,
             "substitutions": [
-                {"rule": t.rule, "file": t.file, "document": t.document, "path": t.path, "value": _json_value(t.value)}
+                {
+                    "rule": t.rule,
+                    "file": t.file,
+                    "document": t.document,
+                    "path": t.path,
+                    "value": _json_value(t.value),
+                }
                 for t in mutation.trace
             ],
             "skipped": list(mutation.skipped),

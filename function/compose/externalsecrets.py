@@ -52,7 +52,9 @@ def docker_config_template(hosts: Iterable[str]) -> str:
     return '{{ dict "auths" (dict ' + pairs + ") | toJson }}"
 
 
-def _registry_secret(ctx: Context, name: str, namespace: str, cred: RegistryCredential, hosts: list[str]) -> dict[str, Any]:
+def _registry_secret(
+    ctx: Context, name: str, namespace: str, cred: RegistryCredential, hosts: list[str]
+) -> dict[str, Any]:
     if cred.format == "dockerConfigJson":
         data = [{"secretKey": "dockerconfigjson", "remoteRef": _remote(cred.remoteRef)}]
         template = "{{ .dockerconfigjson | toString }}"
@@ -88,12 +90,18 @@ def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
     creds = ctx.spec.credentials
     if creds and creds.repository:
         out[key_repository()] = _registry_secret(
-            ctx, ctx.repository_secret_name, ctx.deploy_namespace, creds.repository, [ctx.repository.host]
+            ctx,
+            ctx.repository_secret_name,
+            ctx.deploy_namespace,
+            creds.repository,
+            [ctx.repository.host],
         )
     if creds and creds.pull:
         hosts = image_hosts or [ctx.repository.host]
         for ns in ctx.targets:
-            out[key_pull(ns.name)] = _registry_secret(ctx, ctx.pull_secret_name, ns.name, creds.pull, hosts)
+            out[key_pull(ns.name)] = _registry_secret(
+                ctx, ctx.pull_secret_name, ns.name, creds.pull, hosts
+            )
     for s in ctx.spec.secrets:
         ns = s.namespace or ctx.primary_namespace
         spec: dict[str, Any] = {
@@ -104,7 +112,9 @@ def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
         if s.type:
             spec["target"]["template"] = {"type": s.type, "engineVersion": "v2"}
         if s.data:
-            spec["data"] = [{"secretKey": d.secretKey, "remoteRef": _remote(d.remoteRef)} for d in s.data]
+            spec["data"] = [
+                {"secretKey": d.secretKey, "remoteRef": _remote(d.remoteRef)} for d in s.data
+            ]
         if s.dataFrom:
             spec["dataFrom"] = [{"extract": _remote(d)} for d in s.dataFrom]
         out[key_service(ns, s.name)] = {

@@ -52,6 +52,9 @@ def identity_of(xr: Mapping[str, Any]) -> Identity:
         return Identity(str(ref["namespace"]), str(ref["name"]), xr_name, True)
     if labels.get("crossplane.io/claim-name") and labels.get("crossplane.io/claim-namespace"):
         return Identity(
-            str(labels["crossplane.io/claim-namespace"]), str(labels["crossplane.io/claim-name"]), xr_name, True
+            str(labels["crossplane.io/claim-namespace"]),
+            str(labels["crossplane.io/claim-name"]),
+            xr_name,
+            True,
         )
     return Identity("", xr_name, xr_name, False)

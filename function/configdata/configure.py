@@ -93,7 +93,9 @@ def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
         cls.check_schema(schema)
     except SchemaError as e:
         at = "/".join(str(p) for p in e.path) or "(root)"
-        raise InvalidConfigData(where, f"is not a valid JSON Schema at {at}: {e.message[:200]}") from None
+        raise InvalidConfigData(
+            where, f"is not a valid JSON Schema at {at}: {e.message[:200]}"
+        ) from None
     # An empty registry: a `$ref` may point inside the schema only. Without it jsonschema
     # would fetch http(s):// and file:// references, letting a ConfigData author make the
     # function reach any host (past the registry allowlist) or read its own files.
@@ -104,15 +106,25 @@ def validate(validator: Any, instance: Any, *, label: str, skip_required: bool) 
     where = "ConfigData configuration.schema"
     try:
         errors = sorted(
-            (e for e in validator.iter_errors(instance) if not (skip_required and e.validator == "required")),
+            (
+                e
+                for e in validator.iter_errors(instance)
+                if not (skip_required and e.validator == "required")
+            ),
             key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)),
         )
     except RecursionError:
-        raise InvalidConfigData(where, "has a $ref cycle (a reference that resolves to itself)") from None
-    except (referencing.exceptions.Unresolvable, jsonschema.exceptions._WrappedReferencingError) as e:  # noqa: SLF001
+        raise InvalidConfigData(
+            where, "has a $ref cycle (a reference that resolves to itself)"
+        ) from None
+    except (
+        referencing.exceptions.Unresolvable,
+        jsonschema.exceptions._WrappedReferencingError,
+    ) as e:  # noqa: SLF001
         ref = getattr(e, "ref", None) or getattr(getattr(e, "_wrapped", None), "ref", None) or "?"
         raise InvalidConfigData(
-            where, f"has a $ref that cannot be resolved ({str(ref)[:100]}); only references inside the schema are allowed"
+            where,
+            f"has a $ref that cannot be resolved ({str(ref)[:100]}); only references inside the schema are allowed",
         ) from None
     if not errors:
         return
@@ -171,7 +183,8 @@ def evaluate(value: Any, merged: Mapping[str, Any], where: str) -> Any:
         if "((" in value and "))" in value:
             shown = value if len(value) <= 80 else value[:77] + "..."
             raise UnsupportedRule(
-                where, f"{shown!r} embeds a spiff expression; only a whole-value (( dotted.path )) is supported"
+                where,
+                f"{shown!r} embeds a spiff expression; only a whole-value (( dotted.path )) is supported",
             )
         return value
     if isinstance(value, Mapping):
@@ -181,7 +194,9 @@ def evaluate(value: Any, merged: Mapping[str, Any], where: str) -> Any:
     return value
 
 
-def plan_configuration(cd: ConfigData, values: Mapping[str, Any] | None) -> tuple[Substitution, ...]:
+def plan_configuration(
+    cd: ConfigData, values: Mapping[str, Any] | None
+) -> tuple[Substitution, ...]:
     """Every configuration substitution, in rule order."""
     conf = cd.configuration
     if conf is None:

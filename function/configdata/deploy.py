@@ -121,12 +121,18 @@ def mutation_for(
     images: ImageTable | None = None,
 ) -> FluxMutation:
     """:func:`mutate` with the inputs spelled out (for callers outside the core)."""
-    return mutate(MutationInput(flavour, configdata, component, files, values, images, configdata_name))
+    return mutate(
+        MutationInput(flavour, configdata, component, files, values, images, configdata_name)
+    )
 
 
 def _images_key(images: ImageTable) -> Hashable:
     return tuple(
-        (k, e.reference, None if e.error is None else (type(e.error).__name__, e.error.where, e.error.message))
+        (
+            k,
+            e.reference,
+            None if e.error is None else (type(e.error).__name__, e.error.where, e.error.message),
+        )
         for k, e in sorted(images.items())
     )
 
@@ -183,9 +189,14 @@ def _json_like(v: Any, depth: int) -> bool:
 
 
 def _size(m: FluxMutation) -> int:
-    return 500 + approx_size(m.helm_values) + sum(approx_size(p) for p in m.kustomize_patches) + sum(
-        300 + approx_size(t.value) + approx_size(t.old) + len(t.path) for t in m.trace
-    ) + approx_size(list(m.warnings)) + approx_size(list(m.skipped))
+    return (
+        500
+        + approx_size(m.helm_values)
+        + sum(approx_size(p) for p in m.kustomize_patches)
+        + sum(300 + approx_size(t.value) + approx_size(t.old) + len(t.path) for t in m.trace)
+        + approx_size(list(m.warnings))
+        + approx_size(list(m.skipped))
+    )
 
 
 def _checked(inp: MutationInput) -> FluxMutation:
@@ -195,7 +206,7 @@ def _checked(inp: MutationInput) -> FluxMutation:
         # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource.
         name = inp.configdata_name
         if name != "ConfigData" and e.where.startswith("ConfigData "):
-            raise type(e)(name + e.where[len("ConfigData"):], e.message) from None
+            raise type(e)(name + e.where[len("ConfigData") :], e.message) from None
         raise
 
 
@@ -215,7 +226,9 @@ def _mutation(inp: MutationInput) -> FluxMutation:
 
     for sub in p.substitutions:
         if sub.file not in files:
-            skipped.append(f"ConfigData {sub.rule}.{sub.field}: file {sub.file} is not in the {what}")
+            skipped.append(
+                f"ConfigData {sub.rule}.{sub.field}: file {sub.file} is not in the {what}"
+            )
             continue
         f = loaded.get(sub.file)
         if f is None:
@@ -244,7 +257,8 @@ def _mutation(inp: MutationInput) -> FluxMutation:
     # Planning warnings only matter for substitutions that this deployable applies.
     applied = {(t.rule, t.file, t.path) for t in traces}
     warnings = [
-        s.warning for s in p.substitutions
+        s.warning
+        for s in p.substitutions
         if s.warning and (s.rule, s.file, format_path(s.path.steps)) in applied
     ]
     if p.substitutions and not traces:

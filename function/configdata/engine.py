@@ -59,7 +59,9 @@ class FileResult:
     not_applicable: tuple[Substitution, ...]
 
 
-def apply_to_file(text: bytes | str, file: str, substitutions: Iterable[Substitution]) -> FileResult:
+def apply_to_file(
+    text: bytes | str, file: str, substitutions: Iterable[Substitution]
+) -> FileResult:
     """Apply the substitutions that address ``file`` to its text; the rest are returned unapplied."""
     f: YamlFile = load_file(text, file)
     changes: list[Change] = []

@@ -69,7 +69,9 @@ def add_to_values(values: dict[str, Any], change: Change, role: str, doc: Any) -
     node = values
     for i, step in enumerate(steps):
         if isinstance(step, int):
-            raise InvalidConfigData(change.sub.where, f"path {change.path}: Helm values must be a map at the top")
+            raise InvalidConfigData(
+                change.sub.where, f"path {change.path}: Helm values must be a map at the top"
+            )
         last = i == len(steps) - 1
         nxt = None if last else steps[i + 1]
         if last:

@@ -27,9 +27,11 @@ KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization
 
 
 def is_kustomization(doc: Any) -> bool:
-    return isinstance(doc, dict) and doc.get("kind") in ("Kustomization", "Component") and str(
-        doc.get("apiVersion", "")
-    ).startswith("kustomize.config.k8s.io/")
+    return (
+        isinstance(doc, dict)
+        and doc.get("kind") in ("Kustomization", "Component")
+        and str(doc.get("apiVersion", "")).startswith("kustomize.config.k8s.io/")
+    )
 
 
 def kustomizations_over(file: str, files: Mapping[str, Any]) -> list[str]:
@@ -47,7 +49,9 @@ def kustomizations_over(file: str, files: Mapping[str, Any]) -> list[str]:
 
 
 def check_file(sub: Substitution, docs: list[Any]) -> None:
-    if posixpath.basename(sub.file) in KUSTOMIZATION_FILES or any(is_kustomization(d) for d in docs):
+    if posixpath.basename(sub.file) in KUSTOMIZATION_FILES or any(
+        is_kustomization(d) for d in docs
+    ):
         raise InvalidConfigData(
             sub.where,
             f"{sub.file} is a kustomization file, not a Kubernetes object: Flux patches objects, "

@@ -49,7 +49,9 @@ def _check_supported(rule: LocalizationRule, where: str) -> None:
             "fullyQualifiedRepository fields with a path each",
         )
     if rule.resource is None:
-        raise InvalidConfigData(where, "resource is missing: name the component resource (resource: {name: ...})")
+        raise InvalidConfigData(
+            where, "resource is missing: name the component resource (resource: {name: ...})"
+        )
     if rule.referencePath or rule.resource.referencePath:
         raise UnsupportedRule(
             where,
@@ -58,13 +60,18 @@ def _check_supported(rule: LocalizationRule, where: str) -> None:
         )
     if not rule.targets():
         raise InvalidConfigData(
-            where, "no substitution target given: set at least one of image, registry, repository, tag, "
-            "fullyQualifiedRepository"
+            where,
+            "no substitution target given: set at least one of image, registry, repository, tag, "
+            "fullyQualifiedRepository",
         )
 
 
 def plan_localization(
-    cd: ConfigData, cv: ComponentVersion, images: ImageTable | None = None, *, only_file: str | None = None
+    cd: ConfigData,
+    cv: ComponentVersion,
+    images: ImageTable | None = None,
+    *,
+    only_file: str | None = None,
 ) -> Localized:
     """Every localization substitution, in rule order then field order.
 
@@ -84,17 +91,26 @@ def plan_localization(
         _check_supported(rule, where)
         assert rule.resource is not None
         resource = find_resource(
-            cv.descriptor, rule.resource.name, rule.resource.extraIdentity, where=f"ConfigData {rid}.resource"
+            cv.descriptor,
+            rule.resource.name,
+            rule.resource.extraIdentity,
+            where=f"ConfigData {rid}.resource",
         )
         entry = images.get(resource_key(resource))
         try:
             if entry is None:
-                raise InvalidConfigData("", f"{resource.describe()} has no entry in the image table")
+                raise InvalidConfigData(
+                    "", f"{resource.describe()} has no entry in the image table"
+                )
             ref = entry.require()
         except BadReference as e:
-            raise BadReference(f"ConfigData {rid}.resource ({resource.describe()})", e.message) from None
+            raise BadReference(
+                f"ConfigData {rid}.resource ({resource.describe()})", e.message
+            ) from None
         except SackError as e:
-            raise type(e)(f"ConfigData {rid}.resource", f"{e.where}: {e.message}" if e.where else e.message) from None
+            raise type(e)(
+                f"ConfigData {rid}.resource", f"{e.where}: {e.message}" if e.where else e.message
+            ) from None
         for field, raw_path in rule.targets():
             path = parse_path(raw_path, where=f"ConfigData {rid}.{field} (file {rule.file})")
             value = field_value(ref, field)

@@ -127,7 +127,10 @@ def parse_configdata(data: bytes | str, name: str = "ConfigData") -> ConfigData:
     callers must not mutate the containers inside it (the engine copies what it changes).
     """
     return memo(
-        "configdata", (digest(data), name), lambda: _parse_configdata(data, name), lambda _: 4 * len(data) + 1000
+        "configdata",
+        (digest(data), name),
+        lambda: _parse_configdata(data, name),
+        lambda _: 4 * len(data) + 1000,
     )
 
 
@@ -140,7 +143,9 @@ def _parse_configdata(data: bytes | str, name: str) -> ConfigData:
         raise InvalidConfigData(name, f"must be a YAML map, got {type(doc).__name__}")
     for key in ("apiVersion", "kind"):
         if key not in doc:
-            raise InvalidConfigData(name, f"{key} is missing (want apiVersion: {API_VERSION}, kind: {KIND})")
+            raise InvalidConfigData(
+                name, f"{key} is missing (want apiVersion: {API_VERSION}, kind: {KIND})"
+            )
     try:
         return ConfigData.model_validate(doc)
     except ValidationError as e:

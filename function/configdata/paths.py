@@ -70,7 +70,9 @@ def _read_quoted(text: str, i: int, where: str) -> tuple[str, int]:
                 buf.append(text[i + 1])
                 i += 2
                 continue
-            raise InvalidConfigData(where, f"path {text!r}: only \\\" and \\\\ escapes are allowed in quoted keys")
+            raise InvalidConfigData(
+                where, f'path {text!r}: only \\" and \\\\ escapes are allowed in quoted keys'
+            )
         if c == '"':
             return "".join(buf), i + 1
         buf.append(c)
@@ -112,7 +114,7 @@ def parse_path(text: Any, *, where: str = "") -> Path:
                 raise InvalidConfigData(
                     where,
                     f"path {shown!r}: unsupported selector at offset {i} "
-                    "(only [N] list indexes and [\"key\"] are supported)",
+                    '(only [N] list indexes and ["key"] are supported)',
                 )
             need_key = False
         elif c == ".":
@@ -125,7 +127,9 @@ def parse_path(text: Any, *, where: str = "") -> Path:
             continue
         elif c == '"':
             if not need_key:
-                raise InvalidConfigData(where, f"path {shown!r}: missing '.' before quoted key at offset {i}")
+                raise InvalidConfigData(
+                    where, f"path {shown!r}: missing '.' before quoted key at offset {i}"
+                )
             key, i = _read_quoted(text, i, where)
             steps.append(key)
             need_key = False
@@ -135,10 +139,12 @@ def parse_path(text: Any, *, where: str = "") -> Path:
                 raise InvalidConfigData(
                     where,
                     f"path {shown!r}: unsupported character {c!r} at offset {i} "
-                    "(quote keys with other characters: [\"a.b/c\"]; yq operators are not supported)",
+                    '(quote keys with other characters: ["a.b/c"]; yq operators are not supported)',
                 )
             if not need_key:
-                raise InvalidConfigData(where, f"path {shown!r}: missing '.' before key at offset {i}")
+                raise InvalidConfigData(
+                    where, f"path {shown!r}: missing '.' before key at offset {i}"
+                )
             steps.append(m.group(0))
             i = m.end()
             need_key = False
@@ -185,11 +191,15 @@ def reach(doc: Any, path: Path) -> Reach:
                 kind = "a map" if isinstance(node, MutableMapping) else f"a scalar ({_kind(node)})"
                 raise PathMiss(f"index [{step}] applied to {here}, which is {kind}", depth)
             if step >= len(node):
-                raise PathMiss(f"index [{step}] is out of range: {here} has {len(node)} entries", depth)
+                raise PathMiss(
+                    f"index [{step}] is out of range: {here} has {len(node)} entries", depth
+                )
             node = node[step]
         else:
             if not isinstance(node, MutableMapping):
-                kind = "a list" if isinstance(node, MutableSequence) else f"a scalar ({_kind(node)})"
+                kind = (
+                    "a list" if isinstance(node, MutableSequence) else f"a scalar ({_kind(node)})"
+                )
                 raise PathMiss(f"key {step!r} applied to {here}, which is {kind}", depth)
             if step not in node:
                 rest = path.steps[depth:]

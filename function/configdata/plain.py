@@ -12,7 +12,10 @@ from typing import Any
 
 def plain(node: Any) -> Any:
     if isinstance(node, dict):
-        return {str(k) if not isinstance(k, (str, int, float, bool)) else k: plain(v) for k, v in node.items()}
+        return {
+            str(k) if not isinstance(k, (str, int, float, bool)) else k: plain(v)
+            for k, v in node.items()
+        }
     if isinstance(node, (list, tuple)):
         return [plain(v) for v in node]
     if isinstance(node, bool) or node is None:

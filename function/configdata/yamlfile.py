@@ -93,7 +93,9 @@ def load_file(text: bytes | str, name: str) -> YamlFile:
     if hit is None:
         f = _load_file(text, name)
         blob = pickle.dumps(f.docs, protocol=pickle.HIGHEST_PROTOCOL)
-        memos.yaml_files.put(key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300)
+        memos.yaml_files.put(
+            key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300
+        )
         return f
     template, blob = hit
     return dataclasses.replace(template, docs=pickle.loads(blob))
@@ -109,7 +111,9 @@ def _load_file(text: bytes | str, name: str) -> YamlFile:
         raise YamlError(name, f"is not valid YAML: {type(e).__name__}") from None
     docs = [d for d in docs if d is not None]
     if not docs:
-        docs = [CommentedMap()]  # an empty file is an empty map, as yq treats it (values.yaml may be empty)
+        docs = [
+            CommentedMap()
+        ]  # an empty file is an empty map, as yq treats it (values.yaml may be empty)
     lead = re.match(r"\A((?:[ \t]*#[^\n]*\n|[ \t]*\n)*)---", text)
     m, s, o = _guess_indent(text)
     return YamlFile(name, docs, bool(lead), m, s, o, lead.group(1) if lead else "")
@@ -136,9 +140,18 @@ def _styled(old: Any, new: Any) -> Any:
     """Keep the quoting of a replaced string scalar; turn plain containers into round-trip ones."""
     if isinstance(new, str) and not isinstance(new, ScalarString):
         if any(c in new for c in _UNICODE_BREAKS):
-            return DoubleQuotedScalarString(new)  # ruamel mangles these in plain/single-quoted style
-        for style in (DoubleQuotedScalarString, SingleQuotedScalarString, LiteralScalarString, FoldedScalarString):
-            if isinstance(old, style) and (style not in (LiteralScalarString, FoldedScalarString) or "\n" in new):
+            return DoubleQuotedScalarString(
+                new
+            )  # ruamel mangles these in plain/single-quoted style
+        for style in (
+            DoubleQuotedScalarString,
+            SingleQuotedScalarString,
+            LiteralScalarString,
+            FoldedScalarString,
+        ):
+            if isinstance(old, style) and (
+                style not in (LiteralScalarString, FoldedScalarString) or "\n" in new
+            ):
                 return style(new)
         if len(new) > 1 and new[0] in "?:" and new[1] not in " \t":
             # ruamel writes '?0' / ':0' plain, which its own parser refuses inside flow collections
@@ -159,8 +172,10 @@ def apply(f: YamlFile, sub: Substitution) -> Change:
     change = apply_to_documents(f.docs, sub, make_map=CommentedMap)
     styled = _styled(change.old, sub.value)
     if styled is not sub.value:
-        parent = get(f.docs[change.document], type(sub.path)(sub.path.steps[:-1])) if len(sub.path) > 1 else (
-            f.docs[change.document]
+        parent = (
+            get(f.docs[change.document], type(sub.path)(sub.path.steps[:-1]))
+            if len(sub.path) > 1
+            else (f.docs[change.document])
         )
         parent[sub.path.steps[-1]] = styled
     return change

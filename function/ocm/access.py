@@ -92,7 +92,9 @@ def parse_image_reference(text: Any, where: str) -> ImageRef:
             raise BadReference(where, f"longer than {MAX_REFERENCE_LEN} characters")
         parsed = parse_reference(ref, where=where)
     except BadReference:
-        raise ComponentError(where, f"access.imageReference: {text[:200]!r} is not a valid OCI reference") from None
+        raise ComponentError(
+            where, f"access.imageReference: {text[:200]!r} is not a valid OCI reference"
+        ) from None
     return replace(parsed, scheme=scheme)
 
 
@@ -158,7 +160,9 @@ def _check_consistent(ref: ImageRef, resource: Resource, where: str) -> None:
 # --------------------------------------------------------------------------- §2 localized references
 
 
-def localized_reference(cv: ComponentVersion, resource: Resource, *, allow_unpinned: bool = False) -> str:
+def localized_reference(
+    cv: ComponentVersion, resource: Resource, *, allow_unpinned: bool = False
+) -> str:
     """The image reference a cluster pulls for ``resource`` (packaging.md §2).
 
     Returns ``host/path:tag@sha256:D`` (tag kept when the access names one; the ConfigData
@@ -211,7 +215,12 @@ def image_table(cv: ComponentVersion, *, allow_unpinned: bool = False) -> ImageT
 
 
 def _localized(
-    cv: ComponentVersion, resource: Resource, access: Mapping[str, Any], *, allow_unpinned: bool, depth: int
+    cv: ComponentVersion,
+    resource: Resource,
+    access: Mapping[str, Any],
+    *,
+    allow_unpinned: bool,
+    depth: int,
 ) -> tuple[ImageRef | None, str]:
     where = _where(cv, resource)
     raw, kind = _access_type(resource, access)
@@ -231,14 +240,20 @@ def _localized(
     if kind == OCI_BLOB and depth > 0:
         ref_text = access.get("ref")
         digest = access.get("digest")
-        if not isinstance(ref_text, str) or not isinstance(digest, str) or not DIGEST_RE.match(digest):
+        if (
+            not isinstance(ref_text, str)
+            or not isinstance(digest, str)
+            or not DIGEST_RE.match(digest)
+        ):
             raise ComponentError(where, f"access {raw}: needs ref and digest")
         ref = parse_image_reference(ref_text, where)
         return ref, f"{ref.written_repository}@{digest}"
     if kind == LOCAL_BLOB:
         global_access = access.get("globalAccess")
         if isinstance(global_access, Mapping) and global_access.get("type") and depth == 0:
-            return _localized(cv, resource, global_access, allow_unpinned=allow_unpinned, depth=depth + 1)
+            return _localized(
+                cv, resource, global_access, allow_unpinned=allow_unpinned, depth=depth + 1
+            )
         media_type = access.get("mediaType")
         if is_manifest_media_type(media_type):
             local_ref = _local_reference(access, where)
@@ -249,7 +264,9 @@ def _localized(
             f"access {raw} with mediaType {str(media_type)[:100]!r} is a plain blob, not an image: "
             "it has no image reference a cluster could pull",
         )
-    raise ComponentError(where, f"access type {raw[:100]!r} has no image reference this function can localize")
+    raise ComponentError(
+        where, f"access type {raw[:100]!r} has no image reference this function can localize"
+    )
 
 
 # --------------------------------------------------------------------------- §3 Flux sources
@@ -312,7 +329,7 @@ def flux_source(
             raise ComponentError(
                 where,
                 "Kustomize content is a plain tar (application/x-tar), which Flux cannot extract "
-                "(\"requires gzip-compressed body\"): add `compress: true` to the `dir` input in the "
+                '("requires gzip-compressed body"): add `compress: true` to the `dir` input in the '
                 "component constructor and rebuild the component version",
             )
         raise ComponentError(
@@ -340,7 +357,9 @@ def _flux_from_reference(
             "digest: a Flux source must be pinned by digest, never by tag",
         )
     if not ref.host:
-        raise ComponentError(where, f"access imageReference {ref.written_repository} names no registry host")
+        raise ComponentError(
+            where, f"access imageReference {ref.written_repository} names no registry host"
+        )
     return FluxSource(
         url=f"oci://{ref.written_repository}",
         digest=digest,
@@ -351,12 +370,18 @@ def _flux_from_reference(
 
 
 def _kustomize_tgz(
-    cv: ComponentVersion, resource: Resource, access: Mapping[str, Any], where: str, blob_head: bytes | None
+    cv: ComponentVersion,
+    resource: Resource,
+    access: Mapping[str, Any],
+    where: str,
+    blob_head: bytes | None,
 ) -> FluxSource:
     local_ref = _local_reference(access, where)
     repo = _require_repository(cv, where)
     if not cv.descriptor_digest or not DIGEST_RE.match(cv.descriptor_digest):
-        raise ComponentError(where, "the descriptor manifest digest is unknown, so the Flux source cannot be pinned")
+        raise ComponentError(
+            where, "the descriptor manifest digest is unknown, so the Flux source cannot be pinned"
+        )
     if not cv.layers:
         raise ComponentError(
             where,

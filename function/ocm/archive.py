@@ -49,7 +49,8 @@ def gunzip_capped(data: bytes, where: str, *, max_bytes: int) -> bytes:
                 out += chunk
                 if len(out) > max_bytes:
                     raise ComponentError(
-                        where, f"archive expands to more than {max_bytes} bytes when decompressed (gzip bomb?)"
+                        where,
+                        f"archive expands to more than {max_bytes} bytes when decompressed (gzip bomb?)",
                     )
                 buf = d.unconsumed_tail
                 if d.eof or (not buf and not chunk):
@@ -79,7 +80,9 @@ def _normalise(name: str, where: str) -> str | None:
     return "/".join(parts) or None
 
 
-def tar_entries(raw: bytes, where: str, *, what: str, max_entries: int) -> Iterator[tuple[tarfile.TarInfo, Callable[[], bytes]]]:
+def tar_entries(
+    raw: bytes, where: str, *, what: str, max_entries: int
+) -> Iterator[tuple[tarfile.TarInfo, Callable[[], bytes]]]:
     """The one walk over an (uncompressed) tar: ``(member, read)`` per entry, refusing past
     ``max_entries`` and on a bad header; ``read()`` returns the member's bytes, refusing a
     truncated one. ``what`` names the archive in errors (``archive``, ``component descriptor tar``)."""
@@ -105,7 +108,9 @@ def tar_entries(raw: bytes, where: str, *, what: str, max_entries: int) -> Itera
                     fh = tf.extractfile(m)
                     content = fh.read() if fh is not None else b""
                 except (tarfile.TarError, EOFError, ValueError, OSError):
-                    raise ComponentError(where, f"{what} entry {m.name[:120]!r} is truncated") from None
+                    raise ComponentError(
+                        where, f"{what} entry {m.name[:120]!r} is truncated"
+                    ) from None
                 if len(content) != m.size:
                     raise ComponentError(where, f"{what} entry {m.name[:120]!r} is truncated")
                 return content
@@ -128,9 +133,14 @@ def extract_archive(
     tar (for media types that promise gzip).
     """
     if is_gzip(data):
-        raw = gunzip_capped(data, where, max_bytes=max_total_bytes + _TAR_OVERHEAD_PER_ENTRY * (max_entries + 2))
+        raw = gunzip_capped(
+            data, where, max_bytes=max_total_bytes + _TAR_OVERHEAD_PER_ENTRY * (max_entries + 2)
+        )
     elif require_gzip:
-        raise ComponentError(where, "archive is declared gzip-compressed but does not start with the gzip magic 1f 8b")
+        raise ComponentError(
+            where,
+            "archive is declared gzip-compressed but does not start with the gzip magic 1f 8b",
+        )
     else:
         raw = data
     files: dict[str, bytes] = {}
@@ -146,16 +156,21 @@ def extract_archive(
         if member.isdir():
             continue
         if not member.isfile():
-            raise ComponentError(where, f"archive entry {shown!r}: unsupported entry type {member.type!r}")
+            raise ComponentError(
+                where, f"archive entry {shown!r}: unsupported entry type {member.type!r}"
+            )
         if path is None:
             raise ComponentError(where, f"archive entry {shown!r}: a file without a name")
         if member.size > max_file_bytes:
             raise ComponentError(
-                where, f"archive entry {shown!r} is {member.size} bytes, more than the {max_file_bytes} byte limit"
+                where,
+                f"archive entry {shown!r} is {member.size} bytes, more than the {max_file_bytes} byte limit",
             )
         total += member.size
         if total > max_total_bytes:
-            raise ComponentError(where, f"archive content is more than {max_total_bytes} bytes in total")
+            raise ComponentError(
+                where, f"archive content is more than {max_total_bytes} bytes in total"
+            )
         if path in files:
             raise ComponentError(where, f"archive entry {shown!r}: duplicate path {path!r}")
         files[path] = read()
@@ -172,7 +187,8 @@ def helm_chart_files(tgz: bytes, where: str, **caps: int) -> dict[str, bytes]:
     tops = {p.split("/", 1)[0] for p in files}
     if len(tops) != 1 or any("/" not in p for p in files):
         raise ComponentError(
-            where, f"Helm chart archive must hold exactly one top directory, found {', '.join(sorted(tops))[:200] or 'none'}"
+            where,
+            f"Helm chart archive must hold exactly one top directory, found {', '.join(sorted(tops))[:200] or 'none'}",
         )
     top = tops.pop()
     stripped = {p.split("/", 1)[1]: b for p, b in files.items()}

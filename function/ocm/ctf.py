@@ -50,7 +50,9 @@ def read_capped(path: Path, max_bytes: int, where: str, what: str, place: str) -
     try:
         size = path.stat().st_size
         if size > max_bytes:
-            raise ComponentError(where, f"{what} is {size} bytes, more than the {max_bytes} byte limit")
+            raise ComponentError(
+                where, f"{what} is {size} bytes, more than the {max_bytes} byte limit"
+            )
         with path.open("rb") as fh:
             data = fh.read(max_bytes + 1)
     except FileNotFoundError:
@@ -72,7 +74,13 @@ def load_json(data: bytes, what: str, where: str) -> dict[str, Any]:
 class CtfSource:
     """:class:`~function.ocm.source.ComponentSource` over a CTF directory as the OCM CLI writes it."""
 
-    def __init__(self, path: Path, repository: Repository | None = None, *, max_blob_bytes: int = MAX_BLOB_BYTES) -> None:
+    def __init__(
+        self,
+        path: Path,
+        repository: Repository | None = None,
+        *,
+        max_blob_bytes: int = MAX_BLOB_BYTES,
+    ) -> None:
         self.path = Path(path)
         self.repository = repository
         self.max_blob_bytes = max_blob_bytes
@@ -94,18 +102,24 @@ class CtfSource:
             try:
                 size = index_path.stat().st_size
                 if size > MAX_INDEX_BYTES:
-                    raise ComponentError(self._where, f"{INDEX_FILE} is larger than {MAX_INDEX_BYTES} bytes")
+                    raise ComponentError(
+                        self._where, f"{INDEX_FILE} is larger than {MAX_INDEX_BYTES} bytes"
+                    )
                 data = index_path.read_bytes()
             except FileNotFoundError:
                 raise ComponentError(self._where, f"is not a CTF: {INDEX_FILE} not found") from None
             except OSError as e:
-                raise ComponentError(self._where, f"cannot read {INDEX_FILE} ({type(e).__name__})") from None
+                raise ComponentError(
+                    self._where, f"cannot read {INDEX_FILE} ({type(e).__name__})"
+                ) from None
             doc = load_json(data, INDEX_FILE, self._where)
             artifacts = doc.get("artifacts")
             if artifacts is None:
                 artifacts = []
             if not isinstance(artifacts, list) or not all(isinstance(a, dict) for a in artifacts):
-                raise ComponentError(self._where, f"{INDEX_FILE}: artifacts must be a list of objects")
+                raise ComponentError(
+                    self._where, f"{INDEX_FILE}: artifacts must be a list of objects"
+                )
             self._index = artifacts
         return self._index
 
@@ -137,7 +151,9 @@ class CtfSource:
             raise ComponentError(where, f"not found in {self._where} (versions there: {shown})")
         digests = {a.get("digest") for a in hits}
         if len(digests) != 1:
-            raise ComponentError(where, f"{INDEX_FILE} lists tag {tag} with {len(digests)} different digests")
+            raise ComponentError(
+                where, f"{INDEX_FILE} lists tag {tag} with {len(digests)} different digests"
+            )
         entry = hits[0]
         digest = entry.get("digest")
         if not isinstance(digest, str):
@@ -147,7 +163,9 @@ class CtfSource:
             try:
                 return self._read(d, cap, where)
             except ComponentError as e:
-                raise ComponentError(where, f"reading {what} in {self._where}: {e.message}") from None
+                raise ComponentError(
+                    where, f"reading {what} in {self._where}: {e.message}"
+                ) from None
 
         walked = await walk(
             read,
@@ -173,12 +191,18 @@ class CtfSource:
             raise ComponentError(where, f"digest {digest[:100]!r} is not a sha256:<64 hex> digest")
         reachable = self._reachable.get((cv.name, cv.version))
         if reachable is not None and digest not in reachable:
-            raise ComponentError(where, f"blob {digest} is not part of this component version in {self._where}")
+            raise ComponentError(
+                where, f"blob {digest} is not part of this component version in {self._where}"
+            )
         data = self._read(digest, MAX_MANIFEST_BYTES if is_manifest else self.max_blob_bytes, where)
         if is_manifest and reachable is not None:
             doc = load_json(data, f"manifest {digest}", where)
             more = set()
-            for part in [doc.get("config")] + list(doc.get("layers") or []) + list(doc.get("manifests") or []):
+            for part in (
+                [doc.get("config")]
+                + list(doc.get("layers") or [])
+                + list(doc.get("manifests") or [])
+            ):
                 if isinstance(part, Mapping) and isinstance(part.get("digest"), str):
                     more.add(part["digest"])
             self._reachable[(cv.name, cv.version)] = reachable | more

@@ -37,8 +37,21 @@ from function.cache import memo
 from function.errors import ComponentError
 from function.ocm.access import LOCAL_BLOB, normalize_access_type
 from function.ocm.archive import extract_archive, helm_chart_files
-from function.ocm.layout import FLUX_CONTENT_LAYER, HELM_CHART_LAYER, MANIFEST_TYPES, TAR_GZIP, TAR_PLAIN, bare
-from function.ocm.model import TYPE_CONFIGDATA, TYPE_HELM_CHART, TYPE_KUSTOMIZE, ComponentVersion, Resource
+from function.ocm.layout import (
+    FLUX_CONTENT_LAYER,
+    HELM_CHART_LAYER,
+    MANIFEST_TYPES,
+    TAR_GZIP,
+    TAR_PLAIN,
+    bare,
+)
+from function.ocm.model import (
+    TYPE_CONFIGDATA,
+    TYPE_HELM_CHART,
+    TYPE_KUSTOMIZE,
+    ComponentVersion,
+    Resource,
+)
 from function.ocm.select import find_by_type, find_resource
 from function.ocm.source import ComponentSource, LoadedComponent, resource_key
 from function.ocm.versions import choose, is_exact, parse_semver
@@ -139,7 +152,9 @@ async def load_resources(
     )
 
 
-def select(cv: ComponentVersion, selector: ResourceSelector, types: tuple[str, ...], where: str) -> Resource:
+def select(
+    cv: ComponentVersion, selector: ResourceSelector, types: tuple[str, ...], where: str
+) -> Resource:
     """The resource a selector names; an empty name takes the single resource of ``types``."""
     name, extra = selector
     if name:
@@ -150,7 +165,8 @@ def select(cv: ComponentVersion, selector: ResourceSelector, types: tuple[str, .
     if len(matches) != 1:
         found = ", ".join(r.describe() for r in matches) or "none"
         raise ComponentError(
-            where, f"has {len(matches)} resources of type {' or '.join(types)} ({found}); name the one to deploy"
+            where,
+            f"has {len(matches)} resources of type {' or '.join(types)} ({found}); name the one to deploy",
         )
     return matches[0]
 
@@ -160,7 +176,8 @@ def _local_blob(cv: ComponentVersion, res: Resource, where: str) -> tuple[str, s
     raw = str(res.access.get("type", ""))
     if normalize_access_type(raw) != LOCAL_BLOB:
         raise ComponentError(
-            where, f"access type {raw[:100]!r}: only localBlob content can be read from the component's storage"
+            where,
+            f"access type {raw[:100]!r}: only localBlob content can be read from the component's storage",
         )
     ref, mt = res.access.get("localReference"), res.access.get("mediaType")
     if not isinstance(ref, str) or not ref:
@@ -180,28 +197,38 @@ async def _manifest_layer(
     layers = manifest.get("layers") if isinstance(manifest, dict) else None
     if not isinstance(layers, list):
         raise ComponentError(where, f"manifest {ref} has no layers")
-    hits = [entry for entry in layers if isinstance(entry, dict) and bare(str(entry.get("mediaType", ""))) == layer_mt]
+    hits = [
+        entry
+        for entry in layers
+        if isinstance(entry, dict) and bare(str(entry.get("mediaType", ""))) == layer_mt
+    ]
     if len(hits) != 1:
-        raise ComponentError(where, f"manifest {ref} has {len(hits)} layers of media type {layer_mt} (expected 1)")
+        raise ComponentError(
+            where, f"manifest {ref} has {len(hits)} layers of media type {layer_mt} (expected 1)"
+        )
     digest = hits[0].get("digest")
     if not isinstance(digest, str):
         raise ComponentError(where, f"manifest {ref}: layer {layer_mt} has no digest")
     return await source.blob(cv, digest, layer_mt)
 
 
-async def fetch_deployable(source: ComponentSource, cv: ComponentVersion, res: Resource) -> tuple[dict[str, bytes], bytes]:
+async def fetch_deployable(
+    source: ComponentSource, cv: ComponentVersion, res: Resource
+) -> tuple[dict[str, bytes], bytes]:
     """Files of a Helm chart or Kustomize resource, plus the first bytes of the blob Flux reads."""
     where = f"component {cv.name}:{cv.version} {res.describe()}"
     if res.type not in DEPLOYABLE_TYPES:
         raise ComponentError(
-            where, f"resource type {res.type[:100]!r} is not a deployable (helmChart or {TYPE_KUSTOMIZE})"
+            where,
+            f"resource type {res.type[:100]!r} is not a deployable (helmChart or {TYPE_KUSTOMIZE})",
         )
     ref, mt = _local_blob(cv, res, where)
     media = bare(mt)
     if res.type == TYPE_HELM_CHART:
         if media not in MANIFEST_TYPES:
             raise ComponentError(
-                where, f"a Helm chart must be an OCI chart manifest (mediaType {mt[:100]!r} is not supported)"
+                where,
+                f"a Helm chart must be an OCI chart manifest (mediaType {mt[:100]!r} is not supported)",
             )
         layer = await _manifest_layer(source, cv, ref, mt, HELM_CHART_LAYER, where)
         return helm_chart_files(layer, where), layer[:HEAD_BYTES]
@@ -212,12 +239,21 @@ async def fetch_deployable(source: ComponentSource, cv: ComponentVersion, res: R
         if media in (TAR_GZIP, TAR_PLAIN):
             data = await source.blob(cv, ref, mt)
             return extract_archive(data, where, require_gzip=media == TAR_GZIP), data[:HEAD_BYTES]
-        raise ComponentError(where, f"Kustomize content with mediaType {mt[:100]!r} is not supported")
-    raise ComponentError(where, f"resource type {res.type[:100]!r} is not a deployable (helmChart or {TYPE_KUSTOMIZE})")
+        raise ComponentError(
+            where, f"Kustomize content with mediaType {mt[:100]!r} is not supported"
+        )
+    raise ComponentError(
+        where,
+        f"resource type {res.type[:100]!r} is not a deployable (helmChart or {TYPE_KUSTOMIZE})",
+    )
 
 
 async def fetch_file(
-    source: ComponentSource, cv: ComponentVersion, res: Resource, *, max_bytes: int = MAX_CONFIGDATA_BYTES
+    source: ComponentSource,
+    cv: ComponentVersion,
+    res: Resource,
+    *,
+    max_bytes: int = MAX_CONFIGDATA_BYTES,
 ) -> bytes:
     """The verbatim bytes of a single-file localBlob resource (the ConfigData file)."""
     where = f"component {cv.name}:{cv.version} {res.describe()}"

@@ -48,7 +48,9 @@ class ImageRef:
     path: str  # the repository as written (without the implicit library/)
     tag: str  # the tag as written ("" when none)
     digest: str  # "sha256:<hex>" or ""
-    scheme: str = ""  # "http"/"https" when an OCM access spelled one (never in a localized reference)
+    scheme: str = (
+        ""  # "http"/"https" when an OCM access spelled one (never in a localized reference)
+    )
 
     @property
     def registry(self) -> str:
@@ -85,15 +87,26 @@ class ImageRef:
 
     def written(self) -> str:
         """The reference as written, without the scheme: ``host/path[:tag][@digest]``."""
-        return self.written_repository + (f":{self.tag}" if self.tag else "") + (f"@{self.digest}" if self.digest else "")
+        return (
+            self.written_repository
+            + (f":{self.tag}" if self.tag else "")
+            + (f"@{self.digest}" if self.digest else "")
+        )
 
 
-def _check(kind: str, value: str, chars: frozenset[str], lo: int, hi: int, where: str, ref: str) -> None:
+def _check(
+    kind: str, value: str, chars: frozenset[str], lo: int, hi: int, where: str, ref: str
+) -> None:
     if not lo <= len(value) <= hi:
-        raise BadReference(where, f"image reference {ref!r}: {kind} {value!r} must be {lo} to {hi} characters")
+        raise BadReference(
+            where, f"image reference {ref!r}: {kind} {value!r} must be {lo} to {hi} characters"
+        )
     bad = sorted(set(value) - chars)
     if bad:
-        raise BadReference(where, f"image reference {ref!r}: {kind} {value!r} has invalid characters {''.join(bad)!r}")
+        raise BadReference(
+            where,
+            f"image reference {ref!r}: {kind} {value!r} has invalid characters {''.join(bad)!r}",
+        )
 
 
 def _registry(name: str, where: str, ref: str) -> str:
@@ -104,7 +117,9 @@ def _registry(name: str, where: str, ref: str) -> str:
         except ValueError:
             host = ""
         if host != name or any(c in name for c in "@/?#") or any(c.isspace() for c in name):
-            raise BadReference(where, f"image reference {ref!r}: registry {name!r} is not a valid host[:port]")
+            raise BadReference(
+                where, f"image reference {ref!r}: registry {name!r} is not a valid host[:port]"
+            )
     return name
 
 
@@ -135,7 +150,9 @@ def parse_reference(text: str, *, where: str = "") -> ImageRef:
     """``name.ParseReference(text)`` with default options: a tag reference, else a digest reference."""
     if not isinstance(text, str):
         raise BadReference(where, f"image reference must be a string, got {type(text).__name__}")
-    if "://" in text:  # ggcr would read "http:" as a registry; a scheme is never part of a reference
+    if (
+        "://" in text
+    ):  # ggcr would read "http:" as a registry; a scheme is never part of a reference
         raise BadReference(where, f"image reference {text[:200]!r} must not carry a URL scheme")
     try:
         registry, repo, tag = _tag(text, where, text)
@@ -148,9 +165,13 @@ def parse_reference(text: str, *, where: str = "") -> ImageRef:
             raise tag_error from None
     base, dig = parts
     if not dig.startswith("sha256:"):
-        raise BadReference(where, f"image reference {text!r}: unsupported digest algorithm (only sha256)")
+        raise BadReference(
+            where, f"image reference {text!r}: unsupported digest algorithm (only sha256)"
+        )
     if not _HEX64.fullmatch(dig[len("sha256:") :]):
-        raise BadReference(where, f"image reference {text!r}: digest must be sha256 and 64 lowercase hex digits")
+        raise BadReference(
+            where, f"image reference {text!r}: digest must be sha256 and 64 lowercase hex digits"
+        )
     try:
         registry, repo, tag = _tag(base, where, text)
     except BadReference:

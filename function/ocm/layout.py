@@ -99,7 +99,9 @@ def verify_digest(data: bytes, digest: str, where: str) -> None:
         raise ComponentError(where, f"digest {digest[:100]!r} is not a sha256:<64 hex> digest")
     actual = hashlib.sha256(data).hexdigest()
     if actual != m.group(1):
-        raise ComponentError(where, f"blob {digest}: digest mismatch (content hashes to sha256:{actual})")
+        raise ComponentError(
+            where, f"blob {digest}: digest mismatch (content hashes to sha256:{actual})"
+        )
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,9 @@ def descriptor(entry: Any, what: str) -> Descriptor:
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         raise LayoutError(f"{what} has no valid size")
     at = entry.get("artifactType")
-    return Descriptor(mt if isinstance(mt, str) else "", digest, size, at if isinstance(at, str) else None)
+    return Descriptor(
+        mt if isinstance(mt, str) else "", digest, size, at if isinstance(at, str) else None
+    )
 
 
 def document_media_type(doc: Mapping[str, Any], stored_as: str | None) -> str:
@@ -163,7 +167,9 @@ def find_descriptor_manifest(index: Mapping[str, Any]) -> Descriptor:
     return found[0]
 
 
-def manifest_config_and_layers(manifest: Mapping[str, Any]) -> tuple[Descriptor, tuple[Descriptor, ...]]:
+def manifest_config_and_layers(
+    manifest: Mapping[str, Any],
+) -> tuple[Descriptor, tuple[Descriptor, ...]]:
     config = descriptor(manifest.get("config"), "config")
     layers = manifest.get("layers")
     if not isinstance(layers, list):
@@ -171,13 +177,17 @@ def manifest_config_and_layers(manifest: Mapping[str, Any]) -> tuple[Descriptor,
     return config, tuple(descriptor(x, f"layers[{i}]") for i, x in enumerate(layers))
 
 
-def component_descriptor_layer(config: Mapping[str, Any], layers: tuple[Descriptor, ...]) -> Descriptor:
+def component_descriptor_layer(
+    config: Mapping[str, Any], layers: tuple[Descriptor, ...]
+) -> Descriptor:
     """The layer the component config's ``componentDescriptorLayer`` names (it must be a layer)."""
     ref = descriptor(config.get("componentDescriptorLayer"), "componentDescriptorLayer")
     for layer in layers:
         if layer.digest == ref.digest:
             return Descriptor(ref.media_type or layer.media_type, ref.digest, ref.size)
-    raise LayoutError(f"componentDescriptorLayer {ref.digest} is not a layer of the descriptor manifest")
+    raise LayoutError(
+        f"componentDescriptorLayer {ref.digest} is not a layer of the descriptor manifest"
+    )
 
 
 # --------------------------------------------------------------------------- the walk
@@ -239,17 +249,26 @@ async def walk(
         reachable.update(c.digest for c in children)
         child = shape(f"index {top_digest}", lambda: find_descriptor_manifest(top_doc))
         if child.media_type and bare(child.media_type) not in MANIFEST_TYPES:
-            raise fail(f"descriptor manifest {child.digest}", f"has media type {child.media_type[:100]!r}")
+            raise fail(
+                f"descriptor manifest {child.digest}", f"has media type {child.media_type[:100]!r}"
+            )
         dm_digest = child.digest
         dm = await read(dm_digest, cap, manifest=True, what=f"descriptor manifest {dm_digest}")
         dm_doc = shape(f"descriptor manifest {dm_digest}", lambda: parse_json(dm, "the document"))
     elif mt in MANIFEST_TYPES:
         dm_digest, dm_doc = top_digest, top_doc
     else:
-        raise fail(f"tag target {top_digest}", f"has media type {mt[:100]!r}, not a manifest or index")
+        raise fail(
+            f"tag target {top_digest}", f"has media type {mt[:100]!r}, not a manifest or index"
+        )
 
-    config, layers = shape(f"descriptor manifest {dm_digest}", lambda: manifest_config_and_layers(dm_doc))
-    if bare(config.media_type) not in COMPONENT_CONFIG_TYPES and dm_doc.get("artifactType") != ARTIFACT_TYPE_DESCRIPTOR:
+    config, layers = shape(
+        f"descriptor manifest {dm_digest}", lambda: manifest_config_and_layers(dm_doc)
+    )
+    if (
+        bare(config.media_type) not in COMPONENT_CONFIG_TYPES
+        and dm_doc.get("artifactType") != ARTIFACT_TYPE_DESCRIPTOR
+    ):
         raise fail(
             f"manifest {dm_digest}",
             f"is not an OCM component descriptor manifest (config media type {config.media_type[:100]!r})",
@@ -258,9 +277,14 @@ async def walk(
     reachable.update(x.digest for x in layers)
     cfg = await read(config.digest, cap, manifest=False, what=f"component config {config.digest}")
     cfg_doc = shape(f"component config {config.digest}", lambda: parse_json(cfg, "the document"))
-    layer = shape(f"component config {config.digest}", lambda: component_descriptor_layer(cfg_doc, layers))
+    layer = shape(
+        f"component config {config.digest}", lambda: component_descriptor_layer(cfg_doc, layers)
+    )
     raw = await read(
-        layer.digest, MAX_DESCRIPTOR_BYTES, manifest=False, what=f"component descriptor {layer.digest}"
+        layer.digest,
+        MAX_DESCRIPTOR_BYTES,
+        manifest=False,
+        what=f"component descriptor {layer.digest}",
     )
     parsed = parse_descriptor(raw, layer.media_type or None, where)
     if parsed.name != name or parsed.version != version:

@@ -77,7 +77,13 @@ def parse_location(text: str, *, plain_http: bool = False) -> Location:
     else:
         repo_part, component, version = body, None, None
     loc = _repository_location(typ, scheme, repo_part, text, plain_http=plain_http)
-    return Location(kind=loc.kind, repository=loc.repository, path=loc.path, component=component, version=version)
+    return Location(
+        kind=loc.kind,
+        repository=loc.repository,
+        path=loc.path,
+        component=component,
+        version=version,
+    )
 
 
 def parse_repository(text: str, *, plain_http: bool = False) -> Location:
@@ -87,7 +93,8 @@ def parse_repository(text: str, *, plain_http: bool = False) -> Location:
     scheme, body = _split_scheme(rest)
     if "//" in body:
         raise ComponentError(
-            f"source {_show(text)}", "names a component (//NAME); a repository alone is expected here"
+            f"source {_show(text)}",
+            "names a component (//NAME); a repository alone is expected here",
         )
     return _repository_location(typ, scheme, body, text, plain_http=plain_http)
 
@@ -149,7 +156,7 @@ def _split_scheme(rest: str) -> tuple[str | None, str]:
     low = rest.lower()
     for scheme in ("http://", "https://", "oci://"):
         if low.startswith(scheme):
-            return scheme[:-3], rest[len(scheme):]
+            return scheme[:-3], rest[len(scheme) :]
     return None, rest
 
 
@@ -164,7 +171,9 @@ def _split_component(comp: str, text: str) -> tuple[str, str | None]:
     else:
         name, version = comp, None
     if not COMPONENT_NAME_RE.match(name) or len(name) > 255:
-        raise ComponentError(where, f"{name[:80]!r} is not a valid OCM component name (like acme.org/group/name)")
+        raise ComponentError(
+            where, f"{name[:80]!r} is not a valid OCM component name (like acme.org/group/name)"
+        )
     return name, version
 
 
@@ -200,13 +209,17 @@ def _repository_location(
     base = base.strip("/") if base else ""
     if not _HOST_RE.match(host):
         if "@" in host:
-            raise ComponentError(where, "credentials in a repository reference are not allowed; use pipeline credentials")
+            raise ComponentError(
+                where,
+                "credentials in a repository reference are not allowed; use pipeline credentials",
+            )
         raise ComponentError(where, f"{_redact(host[:100])!r} is not a registry host[:port]")
     if base:
         for part in base.split("/"):
             if not _PATH_COMPONENT_RE.match(part):
                 raise ComponentError(
-                    where, f"repository path segment {part[:60]!r} is not valid in an OCI repository name"
+                    where,
+                    f"repository path segment {part[:60]!r} is not valid in an OCI repository name",
                 )
     return Location(kind="oci", repository=Repository(host=host, base=base, plain_http=plain))
 

@@ -91,7 +91,9 @@ class Repository:
     @property
     def url(self) -> str:
         scheme = "http" if self.plain_http else "https"
-        return f"{scheme}://{self.host}" + (f"/{self.base.strip('/')}" if self.base.strip("/") else "")
+        return f"{scheme}://{self.host}" + (
+            f"/{self.base.strip('/')}" if self.base.strip("/") else ""
+        )
 
 
 @dataclass(frozen=True)

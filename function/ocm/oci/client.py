@@ -352,4 +352,3 @@ class RegistryClient:
             raise RegistryError("token service answer has no token")
         expires = doc.get("expires_in")
         return token, expires if isinstance(expires, (int, float)) else None
-

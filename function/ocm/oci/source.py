@@ -74,7 +74,9 @@ class OciSource:
         self.access = access
         self.cache = cache if cache is not None else Cache()
         self._own_client = client is None
-        self.client = client or RegistryClient(access, on_request=self.cache.count_request, on_get=on_get)
+        self.client = client or RegistryClient(
+            access, on_request=self.cache.count_request, on_get=on_get
+        )
         self.host = normalize_host(repository.host)
 
     async def __aenter__(self) -> Self:
@@ -234,10 +236,18 @@ class OciSource:
         key = ("manifest" if manifest else "blob", self.host, repo, digest)
         return await self._fetch(component, version, op, lambda: self.cache.immutable(key, fetch))
 
-    async def _build(self, component: str, version: str, repo: str, top_digest: str) -> ComponentVersion:
+    async def _build(
+        self, component: str, version: str, repo: str, top_digest: str
+    ) -> ComponentVersion:
         async def read(digest: str, cap: int, *, manifest: bool, what: str) -> bytes:
             return await self._by_digest(
-                component, version, repo, digest, manifest=manifest, max_bytes=cap, op=f"fetching {what}"
+                component,
+                version,
+                repo,
+                digest,
+                manifest=manifest,
+                max_bytes=cap,
+                op=f"fetching {what}",
             )
 
         walked = await walk(
