@@ -31,7 +31,7 @@ class Floor(grpcv1.FunctionRunnerServiceServicer):
         self.conditions = answer.get("conditions", [])
         self.composite_ready = answer.get("composite_ready", True)
 
-    async def RunFunction(self, req: fnv1.RunFunctionRequest, _=None) -> fnv1.RunFunctionResponse:  # noqa: N802
+    async def RunFunction(self, req: fnv1.RunFunctionRequest, _=None) -> fnv1.RunFunctionResponse:
         rsp = response.to(req)
         for key in sorted(self.resources):
             resource.update(rsp.desired.resources[key], self.resources[key])

@@ -39,11 +39,12 @@ class Registry:
     def host(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> "Registry":
+    def start(self) -> Registry:
         (self.dir / "root").mkdir()
         cfg = self.dir / "config.yml"
         cfg.write_text(
-            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n"
+            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  "
+            "filesystem:\n"
             f"    rootdirectory: {self.dir / 'root'}\nhttp:\n  addr: {self.host}\n"
         )
         self.log = open(self.dir / "registry.log", "wb")

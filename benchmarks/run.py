@@ -48,8 +48,9 @@ REPO = HERE.parent
 VENV_PY = REPO / ".venv" / "bin" / "python"
 
 try:
+    import grpc
+
     import function  # noqa: F401
-    import grpc  # noqa: F401
 except ImportError:  # not the project's virtualenv: re-run there
     if VENV_PY.exists() and Path(sys.executable).resolve() != VENV_PY.resolve():
         os.execv(str(VENV_PY), [str(VENV_PY), *sys.argv])
@@ -58,19 +59,18 @@ except ImportError:  # not the project's virtualenv: re-run there
 sys.path.insert(0, str(HERE))
 
 import grpc  # noqa: E402
+import peers  # noqa: E402
+import workloads as wl  # noqa: E402
 from crossplane.function import logging as sdklogging  # noqa: E402
 from crossplane.function import resource as sdkresource  # noqa: E402
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1  # noqa: E402
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1  # noqa: E402
-from google.protobuf import json_format  # noqa: E402
-
-import peers  # noqa: E402
-import workloads as wl  # noqa: E402
 from floor import Floor  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
 from registry import Registry, find_binary  # noqa: E402
 
-from function.fn import FunctionRunner  # noqa: E402
 from function.cache import Cache  # noqa: E402
+from function.fn import FunctionRunner  # noqa: E402
 from function.sources import SourceFactory  # noqa: E402
 
 SERVERS = ("sack8s", "floor", "pythonic", "go-templating")
@@ -89,7 +89,7 @@ def loud(msg: str) -> None:
 
 
 def proc_cpu(pid: int) -> float:
-    """utime + stime of the whole process (all threads, live and exited), in seconds."""
+    """Utime + stime of the whole process (all threads, live and exited), in seconds."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
@@ -114,7 +114,8 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{platform.node()}: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}, Python {platform.python_version()}"
+    linux, python = platform.release(), platform.python_version()
+    return f"{platform.node()}: {cpu}, {os.cpu_count()} cores, Linux {linux}, Python {python}"
 
 
 def free_port() -> int:
@@ -173,7 +174,7 @@ class Server:
         self.proc = None
 
 
-def pythonic_bin(quick: bool) -> str | None:
+def pythonic_bin(quick: bool) -> str | None:  # noqa: ARG001 - callers pass their --quick
     """function-pythonic in its own virtualenv (Python >= 3.12), made on first use."""
     venv = HERE / ".peers" / "pythonic"
     exe = venv / "bin" / "function-pythonic"
@@ -190,7 +191,7 @@ def pythonic_bin(quick: bool) -> str | None:
     if py is None:
         return None
     print(f"creating the pythonic peer's virtualenv with {py} ...", flush=True)
-    if subprocess.run([py, "-m", "venv", "--clear", str(venv)]).returncode != 0:
+    if subprocess.run([py, "-m", "venv", "--clear", str(venv)], check=False).returncode != 0:
         return None
     r = subprocess.run(
         [
@@ -198,7 +199,8 @@ def pythonic_bin(quick: bool) -> str | None:
             "install",
             "-q",
             f"crossplane-function-pythonic=={PYTHONIC_VERSION}",
-        ]
+        ],
+        check=False,
     )
     return str(exe) if r.returncode == 0 and exe.exists() else None
 
@@ -208,6 +210,7 @@ def _is_py312(exe: str) -> bool:
     try:
         r = subprocess.run(
             [exe, "-c", "import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)"],
+            check=False,
             capture_output=True,
             timeout=30,
         )
@@ -395,7 +398,8 @@ async def measure_server(srv: Server, p: Prepared, budget: Budget) -> dict[str, 
             missing, extra = sorted(set(p.keys) - set(got)), sorted(set(got) - set(p.keys))
             raise SystemExit(
                 f"{srv.name} on workload {p.name} does not return the expected objects "
-                f"({len(got)} instead of {len(p.keys)}; missing {missing[:5]}, extra {extra[:5]}; fatal {fatal[:1]}): "
+                f"({len(got)} instead of {len(p.keys)}; missing {missing[:5]}, extra "
+                f"{extra[:5]}; fatal {fatal[:1]}): "
                 "no peer is measured doing less work"
             )
         await run_load(stub, req, max(3, budget.min_n // 4), 1)  # warm-up
@@ -483,7 +487,9 @@ def inprocess_latency(p: Prepared, n: int) -> dict[str, dict[str, float]]:
 def fit_exponent(xs: list[float], ys: list[float]) -> float:
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
     mx, my = statistics.fmean(lx), statistics.fmean(ly)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=False)) / sum(
+        (a - mx) ** 2 for a in lx
+    )
 
 
 # -- output ---------------------------------------------------------------------------------
@@ -491,21 +497,37 @@ def fit_exponent(xs: list[float], ys: list[float]) -> float:
 
 def table(results: dict[str, dict[str, dict[str, Any]]], inproc: dict[str, Any]) -> str:
     lines = []
-    hdr = f"{'workload':8} {'server':14} {'objs':>5} {'cpu ms/req':>10} {'x floor':>8} {'p50 ms':>8} {'p99 ms':>8} {'rps c1':>8} {'rps c8':>8} {'rps c32':>8} {'p99 c32':>8} {'peak MB':>8}"
+    hdr = f"{'workload':8} {'server':14} {'objs':>5} {'cpu ms/req':>10} " + " ".join(
+        f"{h:>8}"
+        for h in (
+            "x floor",
+            "p50 ms",
+            "p99 ms",
+            "rps c1",
+            "rps c8",
+            "rps c32",
+            "p99 c32",
+            "peak MB",
+        )
+    )
     lines += [hdr, "-" * len(hdr)]
     for w, by in results.items():
         fl = by.get("floor", {}).get("cpu_ms_per_request")
         for s, r in by.items():
             ratio = r["cpu_ms_per_request"] / fl if fl else float("nan")
             lines.append(
-                f"{w:8} {s:14} {r['objects']:>5} {r['cpu_ms_per_request']:>10.2f} {ratio:>8.2f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
-                f"{r['rps_c1']:>8.0f} {r['rps_c8']:>8.0f} {r['rps_c32']:>8.0f} {r['p99_ms_c32']:>8.1f} {r['peak_rss_mb']:>8.0f}"
+                f"{w:8} {s:14} {r['objects']:>5} {r['cpu_ms_per_request']:>10.2f} {ratio:>8.2f} "
+                f"{r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
+                f"{r['rps_c1']:>8.0f} {r['rps_c8']:>8.0f} {r['rps_c32']:>8.0f} "
+                f"{r['p99_ms_c32']:>8.1f} {r['peak_rss_mb']:>8.0f}"
             )
         if w in inproc:
             ip = inproc[w]
             lines.append(
-                f"{w:8} {'in-process':14} {'':>5} sack8s p50 {ip['sack8s']['p50_ms']:.2f} / p99 {ip['sack8s']['p99_ms']:.2f} ms "
-                f"(cpu {ip['sack8s']['cpu_ms']:.2f}); floor p50 {ip['floor']['p50_ms']:.2f} / p99 {ip['floor']['p99_ms']:.2f} ms (cpu {ip['floor']['cpu_ms']:.2f})"
+                f"{w:8} {'in-process':14} {'':>5} sack8s p50 {ip['sack8s']['p50_ms']:.2f} / p99 "
+                f"{ip['sack8s']['p99_ms']:.2f} ms "
+                f"(cpu {ip['sack8s']['cpu_ms']:.2f}); floor p50 {ip['floor']['p50_ms']:.2f} / "
+                f"p99 {ip['floor']['p99_ms']:.2f} ms (cpu {ip['floor']['cpu_ms']:.2f})"
             )
     return "\n".join(lines)
 
@@ -534,7 +556,7 @@ def plot(path: Path, results: dict[str, Any], scaling: dict[str, Any], caption: 
         xs = [j + (i - (len(servers) - 1) / 2) * width for j in range(len(ws))]
         ys = [results[w].get(s, {}).get("cpu_ms_per_request", 0) for w in ws]
         bars = a.bar(xs, ys, width, label=s, color=colors.get(s))
-        for x, y, w in zip(xs, ys, ws):
+        for x, y, w in zip(xs, ys, ws, strict=False):
             fl = results[w].get("floor", {}).get("cpu_ms_per_request")
             if y and fl:
                 a.text(x, y, f"{y / fl:.1f}×", ha="center", va="bottom", fontsize=7)
@@ -624,7 +646,8 @@ def main() -> int:
             exe["go-templating"] = [gb, "--insecure", "--address", "127.0.0.1:{port}"]
         else:
             skipped["go-templating"] = (
-                "binary not found (SACK8S_GO_TEMPLATING or $SACK8S_SHARED/tools/function-go-templating)"
+                "binary not found (SACK8S_GO_TEMPLATING or "
+                "$SACK8S_SHARED/tools/function-go-templating)"
             )
     for s, why in skipped.items():
         if STRICT:
@@ -681,7 +704,8 @@ def main() -> int:
                     srv.stop()
                 r = results[n][s]
                 print(
-                    f"  {n:7} {s:14} cpu {r['cpu_ms_per_request']:8.2f} ms/req over {r['cpu_requests']} requests",
+                    f"  {n:7} {s:14} cpu {r['cpu_ms_per_request']:8.2f} ms/req over "
+                    f"{r['cpu_requests']} requests",
                     flush=True,
                 )
         # scaling: sack8s and the floor, every dimension x f
@@ -758,7 +782,8 @@ def main() -> int:
             else ""
         )
         print(
-            f"  {w}: first reconcile {c['registry_requests']} registry requests, {c['wall_ms']:.1f} ms wall / {c['cpu_ms']:.1f} ms CPU; "
+            f"  {w}: first reconcile {c['registry_requests']} registry requests, "
+            f"{c['wall_ms']:.1f} ms wall / {c['cpu_ms']:.1f} ms CPU; "
             f"warm {c['warm_registry_requests']} requests, {c['warm_wall_ms']:.1f} ms{extra}; "
             f"a new claim of the warm component {c['new_claim_cpu_ms']:.1f} ms CPU"
         )
@@ -769,17 +794,20 @@ def main() -> int:
                 f"  {s}: "
                 + ", ".join(
                     f"x{f}: {c:.2f} ms ({o} objects)"
-                    for f, c, o in zip(pts["factor"], pts["cpu_ms"], pts["objects"])
+                    for f, c, o in zip(pts["factor"], pts["cpu_ms"], pts["objects"], strict=False)
                 )
                 + f"; fitted exponent {pts['exponent']:.2f}"
             )
     if "rss_growth" in details:
         g = details["rss_growth"]
         print(
-            f"\nmemory (sack8s, medium, c=8): RSS {g['rss_mb_a']:.1f} MB after {g['requests_a']} requests, {g['rss_mb_b']:.1f} MB after {g['requests_b']} (growth {g['growth_mb']:+.1f} MB)"
+            f"\nmemory (sack8s, medium, c=8): RSS {g['rss_mb_a']:.1f} MB after {g['requests_a']} "
+            f"requests, {g['rss_mb_b']:.1f} MB after {g['requests_b']} (growth "
+            f"{g['growth_mb']:+.1f} MB)"
         )
     elapsed = time.time() - started
-    caption = f"{cmd}  |  {machine()}  |  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  |  {elapsed:.0f} s"
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    caption = f"{cmd}  |  {machine()}  |  {when}  |  {elapsed:.0f} s"
     print(f"\n# {caption}")
     table_json = {
         w: {
@@ -803,7 +831,7 @@ def main() -> int:
         except ImportError:
             msg = "matplotlib is not installed: no plot written (pip install matplotlib)"
             if STRICT:
-                raise SystemExit(msg)
+                raise SystemExit(msg) from None
             loud(msg)
     for s, why in skipped.items():
         loud(f"PEER {s} WAS SKIPPED: {why}")

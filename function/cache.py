@@ -199,7 +199,9 @@ class Cache:
         return await self._fetch(("i", key), fetch, store)
 
     async def short_lived(self, key: Hashable, fetch: Callable[[], Awaitable[T]]) -> T:
-        """The value under a mutable ``key`` (tag list, tag resolution), re-fetched after ``ttl``."""
+        """The value under a mutable ``key`` (tag list, tag resolution), re-fetched after
+        ``ttl``.
+        """
         entry = self._short.get(key)
         if entry is not None:
             if entry[1] > self._clock():
@@ -287,7 +289,8 @@ class Memos:
     @contextlib.contextmanager
     def active(self) -> Iterator[Memos]:
         """Bind these tables for the current request (context-local: concurrent requests on
-        one event loop each see the tables their own edge bound)."""
+        one event loop each see the tables their own edge bound).
+        """
         token = _ACTIVE.set(self)
         try:
             yield self
@@ -298,13 +301,14 @@ class Memos:
         """``compute(obj)`` remembered per *object* (``is``), for inputs that are the same object
         on every warm request (the cached component's file maps and ConfigData bytes): hashing
         them again would cost more than the rest of a key. The entry holds the object, so an
-        id is never reused while its entry lives."""
+        id is never reused while its entry lives.
+        """
         table = self.digests
         hit = table.get(id(obj))
         if hit is not None and hit[0] is obj:
             return hit[1]
         d = compute(obj)
-        n = len(obj) if isinstance(obj, (bytes, str)) else sum(len(v) for v in obj.values())
+        n = len(obj) if isinstance(obj, bytes | str) else sum(len(v) for v in obj.values())
         table.put(id(obj), (obj, d), n)
         return d
 
@@ -360,12 +364,12 @@ def files_digest(files: Mapping[str, bytes | str]) -> bytes:
 
 def approx_size(value: Any, _depth: int = 0) -> int:
     """A cheap size estimate of plain data (for the byte budgets; not exact)."""
-    if isinstance(value, (str, bytes)):
+    if isinstance(value, str | bytes):
         return 50 + len(value)
     if isinstance(value, Mapping):
         return 100 + sum(
             approx_size(k, _depth + 1) + approx_size(v, _depth + 1) for k, v in value.items()
         )
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list | tuple):
         return 60 + sum(approx_size(v, _depth + 1) for v in value)
     return 32

@@ -19,6 +19,7 @@ import structlog
 from crossplane.function import logging, resource, response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
+
 from function import metrics
 from function.api.parse import parse_policy, parse_spec
 from function.cache import Memos
@@ -37,7 +38,8 @@ def _struct(msg: Any) -> dict[str, Any]:
 def _observed_xr(res: Any) -> dict[str, Any]:
     """The observed XR as far as the function reads it: identity, spec, and the
     ``status.component`` it wrote last time (sticky versions) — not the rest of its status,
-    which would only be converted to be thrown away."""
+    which would only be converted to be thrown away.
+    """
     out = fields(res, ("apiVersion", "kind", "metadata", "spec"))
     if "status" in res.fields:
         status = res.fields["status"].struct_value.fields
@@ -51,7 +53,8 @@ def _observed_xr(res: Any) -> dict[str, Any]:
 
 def _observed_resource(res: Any) -> dict[str, Any]:
     """An observed composed resource as far as the core reads it: its kind and status
-    (readiness, the OCM gate); its presence is what keeps it from being dropped."""
+    (readiness, the OCM gate); its presence is what keeps it from being dropped.
+    """
     return fields(res, ("apiVersion", "kind", "status"))
 
 
@@ -94,7 +97,7 @@ class _StdlibToStructlog(stdlogging.Handler):
                 log, level if level in ("debug", "info", "warning", "error", "critical") else "info"
             )
             method(record.getMessage())
-        except Exception:  # noqa: BLE001 - logging must never break a reconcile
+        except Exception:
             self.handleError(record)
 
 
@@ -107,7 +110,8 @@ def bridge_stdlib_logging() -> None:
 @dataclass
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     """Serves RunFunction. One instance per process; it owns the caches: its sources share
-    one storage cache, and its memo tables are bound for the duration of every request."""
+    one storage cache, and its memo tables are bound for the duration of every request.
+    """
 
     sources: SourceFactory = field(default_factory=SourceFactory)
     base_dir: Path = field(default_factory=Path.cwd)
@@ -120,7 +124,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             self.sources.on_registry_get = metrics.observe_registry_get
         bridge_stdlib_logging()
 
-    async def RunFunction(  # noqa: N802 - gRPC method name
+    async def RunFunction(
         self, req: fnv1.RunFunctionRequest, _: grpc.aio.ServicerContext | None = None
     ) -> fnv1.RunFunctionResponse:
         rsp = response.to(req)
@@ -131,9 +135,8 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         labels = meta.get("labels")
         labels = labels if isinstance(labels, dict) else {}
         if labels.get("crossplane.io/claim-name"):
-            context["claim"] = (
-                f"{labels.get('crossplane.io/claim-namespace', '')}/{labels['crossplane.io/claim-name']}"
-            )
+            claim_ns = labels.get("crossplane.io/claim-namespace", "")
+            context["claim"] = f"{claim_ns}/{labels['crossplane.io/claim-name']}"
         ensure_context_logging()
         log = self.log.bind(**context)
         started = time.perf_counter()
@@ -149,7 +152,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 log.info("fatal", reason=e.reason, error=str(e))
                 rsp.desired.CopyFrom(req.desired)
                 _result(rsp, fnv1.SEVERITY_FATAL, e.reason, str(e))
-            except Exception as e:  # noqa: BLE001 - the last line of defence: never raise out of RunFunction
+            except Exception as e:
                 outcome = "fatal"
                 log.exception("unexpected error")
                 rsp.desired.CopyFrom(req.desired)
@@ -164,7 +167,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 metrics.observe_request(
                     outcome, seconds, ((r.severity, r.reason) for r in rsp.results)
                 )
-            except Exception:  # noqa: BLE001 - metrics must never break a reconcile
+            except Exception:
                 log.warning("metrics update failed")
             log.debug("done", seconds=round(seconds, 4))
         return rsp
@@ -180,7 +183,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         spec = parse_spec(xr)
         identity = identity_of(xr)
         repository = claim_repository(spec)
-        admitted = admission.admit(spec, policy, identity, repository.host, repository.plain_http)
+        admitted = admission.admit(spec, policy, identity, repository)
 
         reqs = requirements_for(spec, identity)
         reqs.declare(rsp)

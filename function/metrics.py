@@ -1,4 +1,5 @@
-"""Prometheus metrics for ``sack8s serve`` (opt-in: ``--metrics-address`` / ``SACK8S_METRICS_ADDRESS``).
+"""Prometheus metrics for ``sack8s serve`` (opt-in: ``--metrics-address`` /
+``SACK8S_METRICS_ADDRESS``).
 
 Counters are always kept (they cost a dictionary update per request); they are only
 *exposed* when the server is started with a metrics address. Everything lives in one
@@ -9,7 +10,8 @@ leaks in and tests can read values without a server.
 ``sack8s_requests_total{outcome}``          RunFunction calls: ``composed``, ``fatal``, ``waiting``
                                             (requirements not resolved yet)
 ``sack8s_request_duration_seconds``         RunFunction latency (histogram)
-``sack8s_results_total{severity,reason}``   Results returned: ``Fatal``/``Warning``/``Normal`` by reason
+``sack8s_results_total{severity,reason}``   Results returned by severity (Fatal, Warning, Normal)
+                                            and reason
 ``sack8s_registry_request_duration_seconds``
   ``{outcome}``                             one registry GET (auth round trips and redirects
                                             included), ``ok`` or ``error``
@@ -24,11 +26,18 @@ Label values are bounded: severities are three, reasons come from the error clas
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    start_http_server,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -110,12 +119,10 @@ REGISTRY.register(_CacheCollector())
 # -- registry latency ----------------------------------------------------------------------
 
 
-def observe_registry_get(seconds: float, ok: bool) -> None:
+def observe_registry_get(seconds: float, ok: bool) -> None:  # noqa: FBT001 - the on_get hook
     """The registry client's ``on_get`` hook: one registry GET ended (wired by the edge)."""
-    try:
+    with contextlib.suppress(Exception):  # metrics must never break a registry read
         REGISTRY_LATENCY.labels("ok" if ok else "error").observe(seconds)
-    except Exception:  # noqa: BLE001 - metrics must never break a registry read
-        pass
 
 
 # -- exposition ----------------------------------------------------------------------------
@@ -131,13 +138,11 @@ def parse_address(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"metrics address {address!r} must be HOST:PORT")
-    host = host.strip("[]") or "0.0.0.0"
+    host = host.strip("[]") or "0.0.0.0"  # noqa: S104 - ":PORT" means all interfaces, as documented
     return host, int(port)
 
 
 def start_server(address: str) -> tuple[Any, Any]:
     """Serve ``/metrics`` on ``address`` in a daemon thread; returns (server, thread)."""
-    from prometheus_client import start_http_server
-
     host, port = parse_address(address)
     return start_http_server(port, addr=host, registry=REGISTRY)

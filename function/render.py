@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from crossplane.function import resource as sdkresource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
@@ -73,7 +74,9 @@ def load_docs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 
 
 def claim_to_xr(doc: dict[str, Any]) -> dict[str, Any]:
-    """A namespaced claim becomes the XR Crossplane would create for it (claimRef and labels set)."""
+    """A namespaced claim becomes the XR Crossplane would create for it (claimRef and labels
+    set).
+    """
     meta = doc.get("metadata") or {}
     ns = meta.get("namespace")
     if not ns:
@@ -115,7 +118,8 @@ def our_step(comp: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     if len(ours) != 1:
         raise RenderError(
             where,
-            f"needs exactly one pipeline step whose input is a {INPUT_GROUP} Policy, found {len(ours)}",
+            f"needs exactly one pipeline step whose input is a {INPUT_GROUP} Policy, found "
+            f"{len(ours)}",
         )
     return ours[0]
 
@@ -128,7 +132,8 @@ def step_credentials(
     step: Mapping[str, Any], secrets: Iterable[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """The step's ``credentials[]`` resolved as Crossplane does: each name gets the Secret its
-    ``secretRef`` names (by namespace and name), renamed to the credential's name."""
+    ``secretRef`` names (by namespace and name), renamed to the credential's name.
+    """
     out = []
     secrets = list(secrets)
     for cred in step.get("credentials") or []:

@@ -12,8 +12,9 @@ cannot read another team's data through the function.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from crossplane.function import response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
@@ -51,7 +52,7 @@ class Requirements:
                 rsp, VALUES, "v1", "ConfigMap", match_name=name, namespace=ns
             )
 
-    def collect(self, req: fnv1.RunFunctionRequest) -> "Resolved | None":
+    def collect(self, req: fnv1.RunFunctionRequest) -> Resolved | None:
         """What the cluster holds, or None while any requirement is still unresolved."""
         found: dict[str, Mapping[str, Any] | None] = {}
         for ns in self.namespaces:

@@ -14,16 +14,18 @@ and a version never flips back because a tag vanished.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from function.api.claim import Spec
 from function.api.policy import Policy
-from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
 from function.cache import Cache
+from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
 from function.ocm.fetch import load_resources, resolve_version
 from function.ocm.location import Location, open_source, parse_location, parse_repository
+from function.ocm.model import TYPE_CONFIGDATA, ComponentVersion, Repository, Resource
 from function.ocm.oci import (
     AllowedHost,
     CredentialSet,
@@ -31,7 +33,6 @@ from function.ocm.oci import (
     RegistryAccess,
     credentials_from_request_data,
 )
-from function.ocm.model import TYPE_CONFIGDATA, ComponentVersion, Repository, Resource
 from function.ocm.select import find_by_type, find_resource
 from function.ocm.source import ComponentSource, LoadedComponent, resource_key
 
@@ -71,7 +72,8 @@ def previous_version(spec: Spec, status: Mapping[str, Any]) -> str | None:
 
 def select_resources(spec: Spec, cv: ComponentVersion) -> tuple[Resource, Resource | None]:
     """The claim's deployable and ConfigData resources (None when the component ships none),
-    selected once per request; the core reads them from the :class:`LoadedComponent`."""
+    selected once per request; the core reads them from the :class:`LoadedComponent`.
+    """
     deployable = find_resource(
         cv.descriptor,
         spec.deploy.resource.name,
@@ -107,9 +109,7 @@ class SourceFactory:
     cache: Cache = field(default_factory=Cache)
     on_registry_get: Callable[[float, bool], None] | None = None
 
-    def _credentials(
-        self, policy: Policy, host: str, credentials: Mapping[str, Any]
-    ) -> CredentialSet:
+    def _credentials(self, policy: Policy, credentials: Mapping[str, Any]) -> CredentialSet:
         result = CredentialSet()
         for entry in policy.registries:
             if entry.credentials is None:
@@ -139,7 +139,6 @@ class SourceFactory:
 
     def open(
         self,
-        spec: Spec,
         policy: Policy,
         repository: Repository,
         credentials: Mapping[str, Any],
@@ -152,9 +151,7 @@ class SourceFactory:
             AllowedHost(r.host, plain_http=r.plainHTTP, ca_bundle=r.caBundle)
             for r in policy.registries
         ]
-        access = RegistryAccess.build(
-            hosts, self._credentials(policy, repository.host, credentials)
-        )
+        access = RegistryAccess.build(hosts, self._credentials(policy, credentials))
         return OciSource(repository, access=access, cache=self.cache, on_get=self.on_registry_get)
 
     async def load(
@@ -168,8 +165,9 @@ class SourceFactory:
         base_dir: Path,
     ) -> LoadedComponent:
         """Resolve the version, select the resources and load them, once per request; the
-        policy was checked before (admission.admit)."""
-        source = self.open(spec, policy, repository, credentials, base_dir)
+        policy was checked before (admission.admit).
+        """
+        source = self.open(policy, repository, credentials, base_dir)
         try:
             version = await resolve_version(
                 source,

@@ -10,8 +10,8 @@ file instead of expanding.
 from __future__ import annotations
 
 import io
-import re
 import pickle
+import re
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -69,7 +69,8 @@ def check_expansion(
             if text > max_text:
                 raise YamlError(
                     where,
-                    f"document expands to more than {max_text} characters of text (YAML alias bomb?)",
+                    f"document expands to more than {max_text} characters of text (YAML alias "
+                    "bomb?)",
                 )
             if not surrogates and not node.isascii():
                 surrogates = _SURROGATE.search(node) is not None
@@ -132,7 +133,7 @@ def load_all(data: bytes | str, where: str, *, max_bytes: int = MAX_BYTES) -> li
         blob = pickle.dumps(docs, protocol=pickle.HIGHEST_PROTOCOL)
         memos.yaml_docs.put(key, blob, len(blob) + 200)
         return docs
-    return pickle.loads(blob)
+    return pickle.loads(blob)  # noqa: S301 - our own pickle of an already parsed document
 
 
 def _load_all(data: bytes | str, where: str, max_bytes: int) -> list[Any]:

@@ -214,7 +214,8 @@ class Spec(Model):
     @property
     def primary_namespace(self) -> str:
         """The first target namespace: the Flux release targets it, and service secrets and an
-        XR without a claim default to it (README, Decisions)."""
+        XR without a claim default to it (README, Decisions).
+        """
         return self.namespaces[0].name
 
 

@@ -80,14 +80,16 @@ class NamespacePolicy(Model):
             "audit": "restricted",
             "warn": "restricted",
         },
-        description="Pod Security Admission labels (pod-security.kubernetes.io/<key>) on created namespaces.",
+        description="Pod Security Admission labels (pod-security.kubernetes.io/<key>) on created "
+        "namespaces.",
     )
 
 
 class DeployNamespacePolicy(Model):
     pattern: str = Field(
         default="sack8s-{claim}",
-        description="Name of the per-claim deploy namespace; {claim} is <claim namespace>-<claim name> "
+        description="Name of the per-claim deploy namespace; {claim} is <claim namespace>-<claim "
+        "name> "
         "(or the XR name). Truncated with a hash to 63 characters.",
     )
     shared: str | None = Field(
@@ -106,7 +108,8 @@ class RegistryPolicy(Model):
     )
     certSecretName: str | None = Field(
         default=None,
-        description="Secret (ca.crt) in the deploy namespace for Flux's certSecretRef, for a private CA.",
+        description="Secret (ca.crt) in the deploy namespace for Flux's certSecretRef, for a "
+        "private CA.",
     )
     credentials: str | None = Field(
         default=None,
@@ -136,7 +139,8 @@ class RbacPolicy(Model):
     deployerRules: list[PolicyRule] = Field(default_factory=lambda: list(DEFAULT_DEPLOYER_RULES))
     allowedExtraRules: list[PolicyRule] = Field(
         default_factory=list,
-        description="Claims' extraRules must each be covered by one of these (groups, resources, verbs).",
+        description="Claims' extraRules must each be covered by one of these (groups, resources, "
+        "verbs).",
     )
     helmPullSecretsPath: str = Field(
         default="imagePullSecrets",
@@ -179,7 +183,8 @@ class OcmPolicy(Model):
     enabled: bool = Field(default=True, description="Compose OCM delivery.ocm.software objects.")
     gate: bool = Field(
         default=True,
-        description="Compose Flux objects only once the OCM Component is Ready at the resolved version.",
+        description="Compose Flux objects only once the OCM Component is Ready at the resolved "
+        "version.",
     )
     interval: str = "10m"
 
@@ -187,7 +192,8 @@ class OcmPolicy(Model):
 class SourcePolicy(Model):
     allowUnpinnedImages: bool = Field(
         default=False,
-        description="Accept an image with neither digest nor resource digest (Warning instead of Fatal).",
+        description="Accept an image with neither digest nor resource digest (Warning instead of "
+        "Fatal).",
     )
 
 

@@ -65,7 +65,7 @@ def _convert(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
                 out["x-kubernetes-preserve-unknown-fields"] = True
             else:
                 out["additionalProperties"] = _convert(v, defs)
-        elif k == "maxItems" or k == "minItems" or k == "maxLength" or k == "minLength":
+        elif k in ("maxItems", "minItems", "maxLength", "minLength"):
             out[k] = v
         else:
             out[k] = v

@@ -55,7 +55,9 @@ def _version() -> dict[str, Any]:
 
 
 def xrd_cluster(group: str = DEFAULT_GROUP) -> dict[str, Any]:
-    """Crossplane v2 XRD, ``scope: Cluster`` (Namespaces can only be composed by cluster-scoped XRs)."""
+    """Crossplane v2 XRD, ``scope: Cluster`` (Namespaces can only be composed by cluster-scoped
+    XRs).
+    """
     return {
         "apiVersion": "apiextensions.crossplane.io/v2",
         "kind": "CompositeResourceDefinition",

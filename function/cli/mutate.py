@@ -18,7 +18,12 @@ from typing import Any, NoReturn
 
 import click
 
+from function.configdata.engine import apply_to_file, plan
+from function.configdata.model import parse_configdata
+from function.configdata.substitution import describe
 from function.errors import ComponentError, InvalidValues, SackError
+from function.ocm.descriptor import parse_descriptor
+from function.ocm.location import DESCRIPTOR_FILES, open_source, parse_location, parse_repository
 from function.yamlio import MAX_BYTES, load_all, load_one
 
 EXIT_ERROR = 1
@@ -147,14 +152,6 @@ def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
 
 def load_component(source: str, *, plain_http: bool = False, registry: str | None = None) -> Any:
     """SOURCE → ComponentVersion via the component-source modules (descriptor, dir, CTF, OCI)."""
-    from function.ocm.descriptor import parse_descriptor
-    from function.ocm.location import (
-        DESCRIPTOR_FILES,
-        open_source,
-        parse_location,
-        parse_repository,
-    )
-
     loc = parse_location(source, plain_http=plain_http)
     mirror = None
     if registry:
@@ -216,10 +213,6 @@ def _run(
     values_file: str | None = None,
     key: str | None = None,
 ) -> None:
-    from function.configdata.engine import apply_to_file, plan
-    from function.configdata.model import parse_configdata
-    from function.configdata.substitution import describe
-
     localize = component is not None
     configure = values_file is not None
     try:
@@ -260,7 +253,8 @@ def _run(
         for i, rule in enumerate(cd.localization if localize else []):
             if rule.file != name:
                 _log(
-                    f"not applicable: ConfigData localization[{i}] addresses file {rule.file}, not {name}"
+                    f"not applicable: ConfigData localization[{i}] addresses file {rule.file}, "
+                    f"not {name}"
                 )
         for sub in result.not_applicable:
             _log(f"not applicable: ConfigData {sub.rule} addresses file {sub.file}, not {name}")
@@ -271,7 +265,8 @@ def _run(
             _log(f"warning: {change.sub.warning}")
     if not result.changes:
         _log(
-            f"warning: no {'/'.join(k for k, on in (('localization', localize), ('configuration', configure)) if on)} "
+            "warning: no "
+            f"{'/'.join(k for k, on in (('localization', localize), ('configuration', configure)) if on)} "  # noqa: E501
             f"rule of the ConfigData addresses {name}; printed unchanged"
         )
     sys.stdout.write(result.text)
@@ -323,7 +318,8 @@ _component = [
     click.option(
         "--registry",
         metavar="HOST[/BASE]",
-        help="Registry a local CTF/directory stands for (where the cluster pulls localBlob images).",
+        help="Registry a local CTF/directory stands for (where the cluster pulls localBlob "
+        "images).",
     ),
 ]
 _values = [

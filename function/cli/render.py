@@ -75,7 +75,9 @@ def render_cmd(
     include_results,
     verbose,
 ) -> None:
-    """Print the desired composed resources as a YAML stream (exit 1 with the Fatal message on stderr)."""
+    """Print the desired composed resources as a YAML stream (exit 1 with the Fatal message on
+    stderr).
+    """
     sdklogging.configure(sdklogging.Level.DEBUG if verbose else sdklogging.Level.DISABLED)
     try:
         if composition and input_file:
@@ -97,7 +99,7 @@ def render_cmd(
                     "--component", "the XR names no spec.component.repository to mirror"
                 )
             fn_input = dict(fn_input or {})
-            mirrors = [m for m in fn_input.get("mirrors") or []]
+            mirrors = list(fn_input.get("mirrors") or [])
             mirrors.insert(
                 0, MirrorPolicy(repository=repo, path=str(Path(component).resolve())).model_dump()
             )
@@ -121,7 +123,8 @@ def render_cmd(
     if include_results:
         for r in rendered.results:
             click.echo(
-                f"{fnv1.Severity.Name(r.severity).removeprefix('SEVERITY_').title()} {r.reason}: {r.message}",
+                f"{fnv1.Severity.Name(r.severity).removeprefix('SEVERITY_').title()} {r.reason}: "
+                f"{r.message}",
                 err=True,
             )
     click.echo(rendered.yaml(), nl=False)

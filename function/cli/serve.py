@@ -8,8 +8,8 @@ import click
 from crossplane.function import cli as sdkcli
 
 from function import metrics
-from function.fn import FunctionRunner
 from function.cache import DEFAULT_MEMO_BYTES, Cache, Memos
+from function.fn import FunctionRunner
 from function.sources import SourceFactory
 
 
@@ -21,7 +21,8 @@ from function.sources import SourceFactory
     default=60.0,
     show_default=True,
     envvar="SACK8S_TAG_TTL",
-    help="Seconds a registry tag list (and tag→digest) stays cached; a version range is re-resolved after it.",
+    help="Seconds a registry tag list (and tag→digest) stays cached; a version range is "
+    "re-resolved after it.",
 )
 @click.option(
     "--cache-bytes",
@@ -43,7 +44,8 @@ from function.sources import SourceFactory
     "--metrics-address",
     default=None,
     envvar=metrics.ENV_ADDRESS,
-    help="Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9090). Off by default.",
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9090). Off by "
+    "default.",
 )
 def serve(
     tag_ttl: float, cache_bytes: int, memo_bytes: int, metrics_address: str | None, **kwargs: object

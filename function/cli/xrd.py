@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from function.api.parse import parse_policy
 from function.api.xrd import (
     DEFAULT_GROUP,
     crossplane_cluster_role,
@@ -11,9 +12,7 @@ from function.api.xrd import (
     xrd_cluster,
     xrd_legacy_claims,
 )
-from function.api.parse import parse_policy
-from function.render import load_docs
-from function.render import dump_yaml
+from function.render import dump_yaml, load_docs
 
 
 @click.command("xrd")
@@ -25,7 +24,8 @@ from function.render import dump_yaml
     type=click.Choice(["cluster", "claims", "input", "rbac"]),
     default="cluster",
     show_default=True,
-    help="cluster: v2 scope Cluster XRD; claims: v1 LegacyCluster XRD with claimNames; input: the function-input CRD; "
+    help="cluster: v2 scope Cluster XRD; claims: v1 LegacyCluster XRD with claimNames; input: "
+    "the function-input CRD; "
     "rbac: the ClusterRole Crossplane needs (from --policy, else the default policy).",
 )
 @click.option(

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from function.api.claim import PolicyRule, Spec, StoreRef
 from function.api.policy import DEFAULT_FORBIDDEN, Policy, RegistryPolicy, SecretStorePolicy
 from function.compose.identity import Identity
 from function.compose.names import NAMESPACE_MAX, fit
 from function.errors import InvalidClaim, InvalidPolicy, PolicyViolation
+from function.ocm.model import Repository
 
 FORBIDDEN_VERBS = {"*", "escalate", "bind", "impersonate"}
 FORBIDDEN_RESOURCES = {
@@ -94,7 +95,8 @@ def check_namespaces(spec: Spec, policy: Policy, deploy_ns: str) -> None:
         if not allow.fullmatch(ns.name):
             raise PolicyViolation(
                 where,
-                f"namespace {ns.name!r} does not match the allowed pattern {policy.namespaces.allowPattern!r}",
+                f"namespace {ns.name!r} does not match the allowed pattern "
+                f"{policy.namespaces.allowPattern!r}",
             )
         if ns.name == deploy_ns:
             raise PolicyViolation(where, f"namespace {ns.name!r} is the ops-owned deploy namespace")
@@ -110,8 +112,10 @@ def check_namespaces(spec: Spec, policy: Policy, deploy_ns: str) -> None:
         )
 
 
-def registry_for(policy: Policy, host: str, plain_http: bool, where: str) -> RegistryPolicy:
-    """The policy entry for ``host``; refuses hosts ops did not list and plain HTTP ops did not allow."""
+def registry_for(policy: Policy, host: str, *, plain_http: bool, where: str) -> RegistryPolicy:
+    """The policy entry for ``host``; refuses hosts ops did not list and plain HTTP ops did not
+    allow.
+    """
     for entry in policy.registries:
         if entry.host.lower() == host.lower():
             if plain_http and not entry.plainHTTP:
@@ -236,7 +240,9 @@ def check_rbac(spec: Spec, policy: Policy) -> None:
         if not _covered(rule, policy.rbac.allowedExtraRules):
             raise PolicyViolation(
                 where,
-                f"rule {{apiGroups: {rule.apiGroups}, resources: {rule.resources}, verbs: {rule.verbs}}} "
+                "rule "
+                f"{{apiGroups: {rule.apiGroups}, resources: {rule.resources}, "
+                f"verbs: {rule.verbs}}} "
                 "is not covered by the policy's rbac.allowedExtraRules",
             )
 
@@ -249,11 +255,15 @@ class Admission:
     registry: RegistryPolicy  # the policy entry for the component repository's host
 
 
-def admit(spec: Spec, policy: Policy, identity: Identity, host: str, plain_http: bool) -> Admission:
-    """Every policy check, before anything is fetched or composed: the deploy namespace and registry entry."""
+def admit(spec: Spec, policy: Policy, identity: Identity, repository: Repository) -> Admission:
+    """Every policy check, before anything is fetched or composed: the deploy namespace and registry
+    entry.
+    """
     deploy_ns = deploy_namespace(policy, identity)
     check_namespaces(spec, policy, deploy_ns)
-    registry = registry_for(policy, host, plain_http, "spec.component.repository")
+    registry = registry_for(
+        policy, repository.host, plain_http=repository.plain_http, where="spec.component.repository"
+    )
     check_secrets(spec, policy, identity)
     check_rbac(spec, policy)
     return Admission(deploy_ns, registry)

@@ -10,8 +10,9 @@ desired state that leaves something out deletes it.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from function.api.claim import Spec
 from function.api.policy import Policy
@@ -32,7 +33,8 @@ IMAGE_TYPES = {"ociImage", "ociArtifact"}
 class CoreInput:
     """Everything one composition needs, decided and fetched before it runs: the admitted
     claim (``admission``), the component with its selected resources (``loaded``) and what
-    the cluster holds."""
+    the cluster holds.
+    """
 
     spec: Spec
     policy: Policy
@@ -74,14 +76,16 @@ def choose_flavour(spec: Spec, deployable: Resource) -> Literal["helm", "kustomi
     if flavour is None:
         raise InvalidClaim(
             "spec.deploy.flavour",
-            f"resource {deployable.name} has type {deployable.type}; set flavour to helm or kustomize",
+            f"resource {deployable.name} has type {deployable.type}; set flavour to helm or "
+            "kustomize",
         )
     return flavour  # type: ignore[return-value]
 
 
 def _images(inp: CoreInput, table: ImageTable) -> list[dict[str, Any]]:
     """Status ``images``: every image resource with its localized reference (an image whose
-    reference cannot be resolved fails the request, naming it)."""
+    reference cannot be resolved fails the request, naming it).
+    """
     out = []
     for r in inp.loaded.component.descriptor.resources:
         if r.type in IMAGE_TYPES:
@@ -111,7 +115,8 @@ def _mutation(
         if inp.values:
             raise InvalidClaim(
                 "spec.values",
-                f"component {inp.loaded.component.name} ships no ConfigData, so values cannot be applied",
+                f"component {inp.loaded.component.name} ships no ConfigData, so values cannot be "
+                "applied",
             )
         return FluxMutation()
     cd_files = inp.loaded.contents.get(resource_key(cd)) or {}
@@ -133,7 +138,7 @@ def _mutation(
     )
 
 
-def _gate_open(inp: CoreInput, ctx: Context) -> tuple[bool, str]:
+def _gate_open(inp: CoreInput) -> tuple[bool, str]:
     if not (inp.policy.ocm.enabled and inp.policy.ocm.gate):
         return True, ""
     obs = inp.observed.get(ocmobjects.key_component())
@@ -190,7 +195,7 @@ def compose(inp: CoreInput) -> CoreOutput:
 
     notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
     flux_objs = flux.build(ctx, src, mutation)
-    gate_open, why = _gate_open(inp, ctx)
+    gate_open, why = _gate_open(inp)
     already = any(k in inp.observed for k in flux_objs)
     flux_key: str | None = flux.key_release(flavour)
     if gate_open or already:

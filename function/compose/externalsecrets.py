@@ -1,4 +1,4 @@
-"""External Secrets Operator ``ExternalSecret`` objects (``external-secrets.io/v1`` only).
+r"""External Secrets Operator ``ExternalSecret`` objects (``external-secrets.io/v1`` only).
 
 Secret *values* never pass through the function: the claim names a store ops allows and a
 remote key under an allowed prefix, and ESO fetches the value in the cluster. Registry
@@ -9,7 +9,8 @@ into) the document.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from function.api.claim import RegistryCredential, RemoteRef
 from function.compose import names
@@ -47,7 +48,10 @@ def docker_config_template(hosts: Iterable[str]) -> str:
     Hosts come from the policy allowlist and image references (validated host[:port]), never
     from secret data; username and password only ever pass through ``dict``/``toJson``.
     """
-    entry = '(dict "username" .username "password" .password "auth" (printf "%s:%s" .username .password | b64enc))'
+    entry = (
+        '(dict "username" .username "password" .password '
+        '"auth" (printf "%s:%s" .username .password | b64enc))'
+    )
     pairs = " ".join(f'"{h}" {entry}' for h in sorted(set(hosts)))
     return '{{ dict "auths" (dict ' + pairs + ") | toJson }}"
 

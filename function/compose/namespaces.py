@@ -8,7 +8,8 @@ the policy's Pod Security Admission labels.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from function.compose import names
 from function.compose.context import Context

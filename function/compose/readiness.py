@@ -11,8 +11,9 @@ in deployment order, that is not ready, with that object's own Ready reason and 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 NO_READY_CONDITION = {"Namespace", "ServiceAccount", "Role", "RoleBinding"}
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import jsonschema
 import referencing
@@ -39,7 +40,7 @@ MAX_ERRORS = 5
 
 
 def deep_merge(base: Any, over: Any) -> Any:
-    """yq ``*``: maps merge key by key, everything else (lists included) is replaced."""
+    """Yq ``*``: maps merge key by key, everything else (lists included) is replaced."""
     if isinstance(base, Mapping) and isinstance(over, Mapping):
         out = {k: copy.deepcopy(v) for k, v in base.items()}
         for k, v in over.items():
@@ -86,7 +87,7 @@ def validator_for(schema: Any) -> jsonschema.protocols.Validator:
 
 def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
     where = "ConfigData configuration.schema"
-    if not isinstance(schema, (dict, bool)):
+    if not isinstance(schema, dict | bool):
         raise InvalidConfigData(where, f"must be a JSON Schema object, got {type(schema).__name__}")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
@@ -120,11 +121,12 @@ def validate(validator: Any, instance: Any, *, label: str, skip_required: bool) 
     except (
         referencing.exceptions.Unresolvable,
         jsonschema.exceptions._WrappedReferencingError,
-    ) as e:  # noqa: SLF001
+    ) as e:
         ref = getattr(e, "ref", None) or getattr(getattr(e, "_wrapped", None), "ref", None) or "?"
         raise InvalidConfigData(
             where,
-            f"has a $ref that cannot be resolved ({str(ref)[:100]}); only references inside the schema are allowed",
+            f"has a $ref that cannot be resolved ({str(ref)[:100]}); only references inside the "
+            "schema are allowed",
         ) from None
     if not errors:
         return
@@ -161,7 +163,8 @@ def _lookup(merged: Any, ref: str, where: str, expr: str) -> Any:
         else:
             raise InvalidConfigData(
                 where,
-                f"{expr} refers to {'.'.join(walked)!r}, which is not in the merged values (defaults + values)",
+                f"{expr} refers to {'.'.join(walked)!r}, which is not in the merged values "
+                "(defaults + values)",
             )
     return copy.deepcopy(node)
 
@@ -184,7 +187,8 @@ def evaluate(value: Any, merged: Mapping[str, Any], where: str) -> Any:
             shown = value if len(value) <= 80 else value[:77] + "..."
             raise UnsupportedRule(
                 where,
-                f"{shown!r} embeds a spiff expression; only a whole-value (( dotted.path )) is supported",
+                f"{shown!r} embeds a spiff expression; only a whole-value (( dotted.path )) is "
+                "supported",
             )
         return value
     if isinstance(value, Mapping):

@@ -14,13 +14,14 @@ rules exist but none applies, that is a warning (probably a wrong ``file``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Callable, Hashable, Literal, Mapping
+from typing import Any, Literal
 
+from function.cache import active_memos, approx_size, digest, files_digest
 from function.configdata import helm, kustomize
 from function.configdata.engine import plan
-from function.cache import active_memos, approx_size, digest, files_digest
 from function.configdata.model import parse_configdata
 from function.configdata.paths import format_path
 from function.configdata.plain import plain
@@ -177,7 +178,9 @@ def _digest_of(obj: Any, compute: Callable[[Any], bytes]) -> bytes:
 
 
 def _json_like(v: Any, depth: int) -> bool:
-    """Plain JSON data only (string keys, exact scalar types), so its JSON text is a faithful key."""
+    """Plain JSON data only (string keys, exact scalar types), so its JSON text is a faithful
+    key.
+    """
     if depth > 100:
         return False
     t = type(v)
@@ -263,8 +266,10 @@ def _mutation(inp: MutationInput) -> FluxMutation:
     ]
     if p.substitutions and not traces:
         warnings.append(
-            f"{configdata_name}: none of its {len(p.substitutions)} substitutions addresses a file of this "
-            f"{what} (files named: {', '.join(sorted({s.file for s in p.substitutions}))}); check the rules' file fields"
+            f"{configdata_name}: none of its {len(p.substitutions)} substitutions addresses a "
+            "file of this "
+            f"{what} (files named: {', '.join(sorted({s.file for s in p.substitutions}))}); "
+            "check the rules' file fields"
         )
     return FluxMutation(
         helm_values=helm_values,

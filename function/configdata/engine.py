@@ -7,8 +7,9 @@ No file or network I/O happens here: callers pass bytes in and get text and chan
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from function.configdata.configure import plan_configuration
 from function.configdata.localize import plan_localization
@@ -62,7 +63,9 @@ class FileResult:
 def apply_to_file(
     text: bytes | str, file: str, substitutions: Iterable[Substitution]
 ) -> FileResult:
-    """Apply the substitutions that address ``file`` to its text; the rest are returned unapplied."""
+    """Apply the substitutions that address ``file`` to its text; the rest are returned
+    unapplied.
+    """
     f: YamlFile = load_file(text, file)
     changes: list[Change] = []
     other: list[Substitution] = []

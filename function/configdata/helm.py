@@ -46,7 +46,8 @@ def check_substitution(sub: Substitution, role: str) -> None:
         raise InvalidConfigData(
             sub.where,
             f"{sub.file} is a chart file other than values.yaml: the function does not render or "
-            "rewrite chart templates; target values.yaml with the path of the value the template reads",
+            "rewrite chart templates; target values.yaml with the path of the value the template "
+            "reads",
         )
     if role == "helmrelease":
         steps = sub.path.steps

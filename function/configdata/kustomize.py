@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from function.ocm.imageref import image_name
 from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution
 from function.errors import InvalidConfigData
+from function.ocm.imageref import image_name
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
@@ -72,7 +73,8 @@ def check_change(change: Change, doc: Any, kustomizations: Mapping[str, Any]) ->
     ):
         raise InvalidConfigData(
             sub.where,
-            f"document {change.document} of {sub.file} is not a Kubernetes object (needs apiVersion, kind "
+            f"document {change.document} of {sub.file} is not a Kubernetes object (needs "
+            "apiVersion, kind "
             "and metadata.name): Flux can only patch objects; move the value into a manifest",
         )
     obj = f"{doc['kind']}/{meta['name']}"
@@ -83,7 +85,8 @@ def check_change(change: Change, doc: Any, kustomizations: Mapping[str, Any]) ->
         if renames:
             raise InvalidConfigData(
                 sub.where,
-                f"{kfile} sets {' and '.join(renames)}, which renames {obj} before Flux applies patches, "
+                f"{kfile} sets {' and '.join(renames)}, which renames {obj} before Flux applies "
+                "patches, "
                 "so a patch cannot target it by the name in the file: remove the rename from "
                 f"{kfile} (name the object in the manifest instead)",
             )
@@ -93,7 +96,8 @@ def check_change(change: Change, doc: Any, kustomizations: Mapping[str, Any]) ->
                 if isinstance(entry, dict) and entry.get("name") == current:
                     raise InvalidConfigData(
                         sub.where,
-                        f"{kfile} has an images: entry for {current!r}, which rewrites path {change.path} "
+                        f"{kfile} has an images: entry for {current!r}, which rewrites path "
+                        f"{change.path} "
                         f"of {obj} after the patch: remove that images: entry (the ConfigData rule "
                         "localizes the image) or drop the rule",
                     )

@@ -89,7 +89,7 @@ def plan_localization(
         rid = f"localization[{i}]"
         where = f"ConfigData {rid} (file {rule.file})"
         _check_supported(rule, where)
-        assert rule.resource is not None
+        assert rule.resource is not None  # noqa: S101 - _check_supported refused a rule without one
         resource = find_resource(
             cv.descriptor,
             rule.resource.name,
@@ -117,16 +117,23 @@ def plan_localization(
             warning = None
             if field == "tag" and ref.digest:
                 warning = (
-                    f"ConfigData {rid}.tag (file {rule.file}): {resource.describe()} is pinned by digest, so "
-                    f"{path} receives {ref.digest!r}; a template of the form 'repository:tag' then yields "
-                    f"an invalid reference ('{ref.repository}:sha256:…'). Pin by digest instead: use an "
-                    "'image' rule for the full reference, or write the digest into the chart's digest field"
+                    f"ConfigData {rid}.tag (file {rule.file}): {resource.describe()} is pinned "
+                    "by digest, so "
+                    f"{path} receives {ref.digest!r}; a template of the form 'repository:tag' "
+                    "then yields "
+                    f"an invalid reference ('{ref.repository}:sha256:…'). Pin by digest instead: "
+                    "use an "
+                    "'image' rule for the full reference, or write the digest into the chart's "
+                    "digest field"
                 )
             elif field == "repository" and not rule.registry:
                 warning = (
-                    f"ConfigData {rid}.repository (file {rule.file}): {path} receives {value!r}, the "
-                    f"repository without its registry {ref.registry!r} (upstream semantics); unless the "
-                    "template prepends the registry from a 'registry' rule, use 'fullyQualifiedRepository'"
+                    f"ConfigData {rid}.repository (file {rule.file}): {path} receives {value!r}, "
+                    "the "
+                    f"repository without its registry {ref.registry!r} (upstream semantics); "
+                    "unless the "
+                    "template prepends the registry from a 'registry' rule, use "
+                    "'fullyQualifiedRepository'"
                 )
             subs.append(Substitution(rid, field, rule.file, path, value, warning))
             if warning:

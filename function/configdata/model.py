@@ -60,7 +60,7 @@ class LocalizationRule(_Strict):
     mapping: Mapping | None = None
     referencePath: list[dict[str, Any]] | None = None
 
-    _file = field_validator("file")(classmethod(lambda cls, v: normalise_file(v)))
+    _file = field_validator("file")(classmethod(lambda _cls, v: normalise_file(v)))
 
     def targets(self) -> list[tuple[str, str]]:
         """(field, path) for every non-empty localization field, in documented order."""
@@ -72,7 +72,7 @@ class ConfigRule(_Strict):
     path: str = Field(min_length=1)
     file: str = Field(min_length=1)
 
-    _file = field_validator("file")(classmethod(lambda cls, v: normalise_file(v)))
+    _file = field_validator("file")(classmethod(lambda _cls, v: normalise_file(v)))
 
 
 class Configuration(_Strict):

@@ -1,4 +1,4 @@
-"""yq-style paths: the only path language ConfigData rules speak.
+r"""yq-style paths: the only path language ConfigData rules speak.
 
 Upstream evaluated ``"." + path + " |= $value"`` with yq, so rule paths are yq paths. We
 accept the subset that addresses a single node, which is all a substitution can mean:
@@ -22,11 +22,11 @@ from __future__ import annotations
 import re
 from collections.abc import MutableMapping, MutableSequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from function.errors import InvalidConfigData
 
-Step = Union[str, int]
+Step = str | int
 _PLAIN = re.compile(r"[A-Za-z0-9_-]+")
 MAX_PATH = 1024
 
@@ -60,7 +60,10 @@ def format_path(steps: tuple[Step, ...] | list[Step]) -> str:
 
 
 def _read_quoted(text: str, i: int, where: str) -> tuple[str, int]:
-    """A double-quoted key starting at ``text[i] == '"'``; returns (key, index after closing quote)."""
+    """A double-quoted key starting at ``text[i] == '"'``.
+
+    Returns (key, index after the closing quote).
+    """
     buf: list[str] = []
     i += 1
     while i < len(text):
@@ -182,7 +185,9 @@ class Reach:
 
 
 def reach(doc: Any, path: Path) -> Reach:
-    """How much of ``path`` exists in ``doc``; raises :class:`PathMiss` when it cannot be set there."""
+    """How much of ``path`` exists in ``doc``; raises :class:`PathMiss` when it cannot be set
+    there.
+    """
     node = doc
     for depth, step in enumerate(path.steps):
         here = format_path(path.steps[:depth]) if depth else "the document root"
@@ -205,7 +210,8 @@ def reach(doc: Any, path: Path) -> Reach:
                 rest = path.steps[depth:]
                 if any(isinstance(s, int) for s in rest):
                     raise PathMiss(
-                        f"key {step!r} is missing under {here} and the rest of the path indexes a list, "
+                        f"key {step!r} is missing under {here} and the rest of the path indexes "
+                        "a list, "
                         "which cannot be created",
                         depth,
                     )

@@ -96,7 +96,8 @@ def resolve_document(docs: list[Any], sub: Substitution) -> tuple[int, Reach]:
         idx = ", ".join(str(i) for i, _ in exact)
         raise InvalidConfigData(
             sub.where,
-            f"path {path} exists in documents {idx}: ambiguous; split the file or make the path unique",
+            f"path {path} exists in documents {idx}: ambiguous; split the file or make the path "
+            "unique",
         )
     best = max(r.existing for _, r in reaches)
     top = [(i, r) for i, r in reaches if r.existing == best]

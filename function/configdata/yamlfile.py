@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import pickle
 import re
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ def _guess_indent(text: str) -> tuple[int, int, int]:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     mapping = 2
     seq_offset: int | None = None
-    for prev, cur in zip(lines, lines[1:]):
+    for prev, cur in itertools.pairwise(lines):
         p_ind = len(prev) - len(prev.lstrip())
         c_ind = len(cur) - len(cur.lstrip())
         if not prev.rstrip().endswith(":") or prev.lstrip().startswith("- "):
@@ -61,7 +62,7 @@ def _guess_indent(text: str) -> tuple[int, int, int]:
         elif c_ind > p_ind and mapping == 2:
             mapping = c_ind - p_ind
             break
-    for prev, cur in zip(lines, lines[1:]):
+    for prev, cur in itertools.pairwise(lines):
         if seq_offset is not None:
             break
         if prev.rstrip().endswith(":") and cur.lstrip().startswith("- "):
@@ -98,7 +99,7 @@ def load_file(text: bytes | str, name: str) -> YamlFile:
         )
         return f
     template, blob = hit
-    return dataclasses.replace(template, docs=pickle.loads(blob))
+    return dataclasses.replace(template, docs=pickle.loads(blob))  # noqa: S301 - our own pickle
 
 
 def _load_file(text: bytes | str, name: str) -> YamlFile:
@@ -106,7 +107,7 @@ def _load_file(text: bytes | str, name: str) -> YamlFile:
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     try:
-        docs = [d for d in _rt().load_all(io.StringIO(text))]
+        docs = list(_rt().load_all(io.StringIO(text)))
     except YAMLError as e:  # pragma: no cover - load_all above already parsed it
         raise YamlError(name, f"is not valid YAML: {type(e).__name__}") from None
     docs = [d for d in docs if d is not None]

@@ -17,9 +17,10 @@ check) the first bytes of a blob that the caller already fetched.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from function.errors import ComponentError, SackError
 from function.ocm.imageref import BadReference, ImageRef, parse_reference
@@ -62,7 +63,8 @@ Flavour = Literal["helm", "kustomize"]
 
 
 def normalize_access_type(access_type: str) -> str:
-    """``ociArtifact``, ``ociArtifact/v1``, ``OCIImage/v1``, ``ociRegistry``, ``ociImage`` → ``ociArtifact``;
+    """``ociArtifact``, ``ociArtifact/v1``, ``OCIImage/v1``, ``ociRegistry``, ``ociImage`` →
+    ``ociArtifact``;
     ``localBlob``, ``LocalBlob/v1`` → ``localBlob``; ``OCIImageLayer``/``ociBlob`` → ``ociBlob``.
 
     Case-insensitive, version suffix ``/v1`` stripped. Unknown types come back as given (minus
@@ -76,7 +78,8 @@ def normalize_access_type(access_type: str) -> str:
 
 def parse_image_reference(text: Any, where: str) -> ImageRef:
     """Parse an access's ``[http(s)://]host/path[:tag][@digest]`` with the one reference grammar
-    (:mod:`function.ocm.imageref`); the scheme only says how to talk to the registry."""
+    (:mod:`function.ocm.imageref`); the scheme only says how to talk to the registry.
+    """
     if not isinstance(text, str) or not text.strip():
         raise ComponentError(where, "access.imageReference: missing")
     ref = text.strip()
@@ -113,8 +116,10 @@ def _require_repository(cv: ComponentVersion, where: str) -> Repository:
     if cv.repository is None:
         raise ComponentError(
             where,
-            "the component was read from local storage with no registry address, so the cluster has nowhere "
-            "to pull this localBlob from: read the component from (or map it to) a registry, e.g. pass the "
+            "the component was read from local storage with no registry address, so the cluster "
+            "has nowhere "
+            "to pull this localBlob from: read the component from (or map it to) a registry, "
+            "e.g. pass the "
             "registry the CTF will be transferred to",
         )
     return cv.repository
@@ -146,7 +151,9 @@ def _pin_digest(resource: Resource, where: str) -> str | None:
 
 
 def _check_consistent(ref: ImageRef, resource: Resource, where: str) -> None:
-    """An ``ociArtifactDigest/v1`` digest *is* the manifest digest: it must agree with the reference."""
+    """An ``ociArtifactDigest/v1`` digest *is* the manifest digest: it must agree with the
+    reference.
+    """
     d = resource.digest
     if ref.digest and d is not None and d.normalisation_algorithm.lower() == "ociartifactdigest/v1":
         pinned = _pin_digest(resource, where)
@@ -157,7 +164,8 @@ def _check_consistent(ref: ImageRef, resource: Resource, where: str) -> None:
             )
 
 
-# --------------------------------------------------------------------------- §2 localized references
+# --------------------------------------------------------------------------- §2 localized
+# references
 
 
 def localized_reference(
@@ -179,7 +187,8 @@ class LocalizedImage:
     as parsed (``original``; None for an image copied in as a localBlob), the localized
     reference (:func:`localized_reference`) and that reference parsed (``parsed``: the values
     ConfigData rules receive). ``error`` says why a resource has none; it is raised only where
-    the reference is needed (an image in status, a localization rule naming the resource)."""
+    the reference is needed (an image in status, a localization rule naming the resource).
+    """
 
     resource: Resource
     original: ImageRef | None = None
@@ -191,7 +200,8 @@ class LocalizedImage:
         """The parsed localized reference, or the error that prevented it."""
         if self.error is not None:
             raise self.error
-        assert self.parsed is not None
+        if self.parsed is None:
+            raise ComponentError(self.resource.describe(), "has no localized image reference")
         return self.parsed
 
 
@@ -201,7 +211,8 @@ ImageTable = Mapping[str, LocalizedImage]
 
 def image_table(cv: ComponentVersion, *, allow_unpinned: bool = False) -> ImageTable:
     """Every resource's localized image reference, parsed once (the one place references are
-    parsed for a request); the core puts it in status and hands it to the ConfigData engine."""
+    parsed for a request); the core puts it in status and hands it to the ConfigData engine.
+    """
     table: dict[str, LocalizedImage] = {}
     for r in cv.descriptor.resources:
         try:
@@ -234,7 +245,8 @@ def _localized(
             return ref, ref.written()
         raise ComponentError(
             where,
-            f"access {raw}: image reference {ref.written_repository}{':' + ref.tag if ref.tag else ''} has no "
+            f"access {raw}: image reference "
+            f"{ref.written_repository}{':' + ref.tag if ref.tag else ''} has no "
             "digest and the resource has no SHA-256 digest to pin it with; refusing a mutable tag",
         )
     if kind == OCI_BLOB and depth > 0:
@@ -324,7 +336,7 @@ def flux_source(
                 plain_http_host=repo.host,
             )
         if flavour == "kustomize" and media_type == TAR_GZIP:
-            return _kustomize_tgz(cv, resource, access, where, blob_head)
+            return _kustomize_tgz(cv, access, where, blob_head)
         if flavour == "kustomize" and media_type == TAR_PLAIN:
             raise ComponentError(
                 where,
@@ -339,7 +351,8 @@ def flux_source(
         )
     raise ComponentError(
         where,
-        f"access type {raw[:100]!r} cannot serve as a {'Helm chart' if flavour == 'helm' else 'Kustomize'} "
+        f"access type {raw[:100]!r} cannot serve as a "
+        f"{'Helm chart' if flavour == 'helm' else 'Kustomize'} "
         "source for Flux",
     )
 
@@ -353,7 +366,8 @@ def _flux_from_reference(
     if not digest:
         raise ComponentError(
             where,
-            f"access imageReference {ref.written_repository} has no digest and the resource has no SHA-256 "
+            f"access imageReference {ref.written_repository} has no digest and the resource has "
+            "no SHA-256 "
             "digest: a Flux source must be pinned by digest, never by tag",
         )
     if not ref.host:
@@ -371,7 +385,6 @@ def _flux_from_reference(
 
 def _kustomize_tgz(
     cv: ComponentVersion,
-    resource: Resource,
     access: Mapping[str, Any],
     where: str,
     blob_head: bytes | None,
@@ -385,15 +398,19 @@ def _kustomize_tgz(
     if not cv.layers:
         raise ComponentError(
             where,
-            "the descriptor manifest's layers are unknown (a plain directory source?), so the uniqueness of the "
-            f"{TAR_GZIP} layer Flux selects cannot be checked: read the component from a registry or a CTF",
+            "the descriptor manifest's layers are unknown (a plain directory source?), so the "
+            "uniqueness of the "
+            f"{TAR_GZIP} layer Flux selects cannot be checked: read the component from a "
+            "registry or a CTF",
         )
     same = [layer for layer in cv.layers if bare(layer.media_type) == TAR_GZIP]
     if len(same) != 1:
         raise ComponentError(
             where,
-            f"the descriptor manifest has {len(same)} layers of media type {TAR_GZIP}; Flux selects layers by "
-            "media type and would silently take the first, so exactly one Kustomize tar.gz per component "
+            f"the descriptor manifest has {len(same)} layers of media type {TAR_GZIP}; Flux "
+            "selects layers by "
+            "media type and would silently take the first, so exactly one Kustomize tar.gz per "
+            "component "
             "version is supported",
         )
     if same[0].digest != local_ref:
@@ -405,7 +422,8 @@ def _kustomize_tgz(
     if blob_head is not None and not blob_head.startswith(GZIP_MAGIC):
         raise ComponentError(
             where,
-            f"the blob declared {TAR_GZIP} does not start with the gzip magic bytes 1f 8b; Flux would fail "
+            f"the blob declared {TAR_GZIP} does not start with the gzip magic bytes 1f 8b; Flux "
+            "would fail "
             "to extract it",
         )
     return FluxSource(

@@ -50,7 +50,8 @@ def gunzip_capped(data: bytes, where: str, *, max_bytes: int) -> bytes:
                 if len(out) > max_bytes:
                     raise ComponentError(
                         where,
-                        f"archive expands to more than {max_bytes} bytes when decompressed (gzip bomb?)",
+                        f"archive expands to more than {max_bytes} bytes when decompressed (gzip "
+                        "bomb?)",
                     )
                 buf = d.unconsumed_tail
                 if d.eof or (not buf and not chunk):
@@ -85,7 +86,8 @@ def tar_entries(
 ) -> Iterator[tuple[tarfile.TarInfo, Callable[[], bytes]]]:
     """The one walk over an (uncompressed) tar: ``(member, read)`` per entry, refusing past
     ``max_entries`` and on a bad header; ``read()`` returns the member's bytes, refusing a
-    truncated one. ``what`` names the archive in errors (``archive``, ``component descriptor tar``)."""
+    truncated one. ``what`` names the archive in errors (``archive``, ``component descriptor tar``).
+    """
     try:
         tf = tarfile.open(fileobj=io.BytesIO(raw), mode="r:")
     except (tarfile.TarError, EOFError, ValueError, OverflowError):
@@ -164,7 +166,8 @@ def extract_archive(
         if member.size > max_file_bytes:
             raise ComponentError(
                 where,
-                f"archive entry {shown!r} is {member.size} bytes, more than the {max_file_bytes} byte limit",
+                f"archive entry {shown!r} is {member.size} bytes, more than the {max_file_bytes} "
+                "byte limit",
             )
         total += member.size
         if total > max_total_bytes:
@@ -188,7 +191,8 @@ def helm_chart_files(tgz: bytes, where: str, **caps: int) -> dict[str, bytes]:
     if len(tops) != 1 or any("/" not in p for p in files):
         raise ComponentError(
             where,
-            f"Helm chart archive must hold exactly one top directory, found {', '.join(sorted(tops))[:200] or 'none'}",
+            "Helm chart archive must hold exactly one top directory, found "
+            f"{', '.join(sorted(tops))[:200] or 'none'}",
         )
     top = tops.pop()
     stripped = {p.split("/", 1)[1]: b for p, b in files.items()}

@@ -3,7 +3,8 @@
 A CTF is what ``ocm add component-version --repository ctf::DIR`` writes (observed with the
 OCM CLI v0.9.1, ``fixtures/ocm-cli-v0.9.1/ctf``)::
 
-    artifact-index.json            {"schemaVersion":1,"artifacts":[{repository, tag?, digest, mediaType}]}
+    artifact-index.json            {"schemaVersion":1,"artifacts":[{repository, tag?, digest,
+mediaType}]}
     blobs/sha256.<hex>             every manifest, index, config and layer, content-addressed
 
 The tag ``<version>`` (``+`` written as ``.build-``) of repository
@@ -21,8 +22,9 @@ CTF can come from anywhere (a CI artifact, a tarball from another team).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from function.errors import ComponentError
 from function.ocm.descriptor import COMPONENT_NAME_RE
@@ -72,7 +74,9 @@ def load_json(data: bytes, what: str, where: str) -> dict[str, Any]:
 
 
 class CtfSource:
-    """:class:`~function.ocm.source.ComponentSource` over a CTF directory as the OCM CLI writes it."""
+    """:class:`~function.ocm.source.ComponentSource` over a CTF directory as the OCM CLI writes
+    it.
+    """
 
     def __init__(
         self,
@@ -159,7 +163,7 @@ class CtfSource:
         if not isinstance(digest, str):
             raise ComponentError(where, f"{INDEX_FILE}: tag {tag} has no digest")
 
-        async def read(d: str, cap: int, *, manifest: bool, what: str) -> bytes:
+        async def read(d: str, cap: int, *, manifest: bool, what: str) -> bytes:  # noqa: ARG001
             try:
                 return self._read(d, cap, where)
             except ComponentError as e:
@@ -180,7 +184,8 @@ class CtfSource:
         return walked.component
 
     async def blob(self, cv: ComponentVersion, digest: str, media_type: str) -> bytes:
-        """Bytes of ``digest``, verified; manifests (by ``media_type``) get the smaller manifest cap.
+        """Bytes of ``digest``, verified; manifests (by ``media_type``) get the smaller manifest
+        cap.
 
         A CTF stores manifests and blobs alike under ``blobs/``. A fetched manifest's config
         and layers become readable too (a Helm chart child manifest → its chart layer).
@@ -198,11 +203,11 @@ class CtfSource:
         if is_manifest and reachable is not None:
             doc = load_json(data, f"manifest {digest}", where)
             more = set()
-            for part in (
-                [doc.get("config")]
-                + list(doc.get("layers") or [])
-                + list(doc.get("manifests") or [])
-            ):
+            for part in [
+                doc.get("config"),
+                *list(doc.get("layers") or []),
+                *list(doc.get("manifests") or []),
+            ]:
                 if isinstance(part, Mapping) and isinstance(part.get("digest"), str):
                     more.add(part["digest"])
             self._reachable[(cv.name, cv.version)] = reachable | more

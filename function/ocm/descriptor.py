@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from function.errors import ComponentError, SackError
 from function.ocm.archive import tar_entries
@@ -55,7 +56,8 @@ def parse_descriptor(data: bytes, media_type: str | None, where: str) -> Descrip
     if len(data) > MAX_DESCRIPTOR_BYTES:
         raise ComponentError(
             where,
-            f"component descriptor is {len(data)} bytes, more than the {MAX_DESCRIPTOR_BYTES} byte limit",
+            f"component descriptor is {len(data)} bytes, more than the {MAX_DESCRIPTOR_BYTES} "
+            "byte limit",
         )
     mt = (media_type or "").strip().lower()
     if mt.endswith("+tar") or (not mt and _looks_like_tar(data)):
@@ -156,7 +158,8 @@ def _parse_v3(doc: Mapping[str, Any], where: str) -> Descriptor:
     if api not in V3_API_VERSIONS:
         raise ComponentError(
             where,
-            f"apiVersion: unsupported {api!r} (supported: {', '.join(V3_API_VERSIONS)}, or meta.schemaVersion v2)",
+            f"apiVersion: unsupported {api!r} (supported: {', '.join(V3_API_VERSIONS)}, or "
+            "meta.schemaVersion v2)",
         )
     kind = doc.get("kind")
     if kind is not None and kind != "ComponentVersion":
@@ -180,7 +183,7 @@ def _kind(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, (int, float)):
+    if isinstance(value, int | float):
         return "a number"
     if isinstance(value, str):
         return "a string"
@@ -218,7 +221,7 @@ def _string(value: Any, path: str, where: str, *, required: bool = True) -> str:
     if not isinstance(value, str):
         hint = (
             " (quote it in YAML)"
-            if isinstance(value, (int, float)) and not isinstance(value, bool)
+            if isinstance(value, int | float) and not isinstance(value, bool)
             else ""
         )
         raise ComponentError(where, f"{path}: must be a string, got {_kind(value)}{hint}")

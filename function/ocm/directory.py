@@ -85,16 +85,18 @@ class DescriptorFileSource:
         if descriptor.name != component or descriptor.version != version:
             raise ComponentError(
                 f"component {component}:{version}",
-                f"not found: {self._descriptor_path()} holds {descriptor.name}:{descriptor.version}",
+                f"not found: {self._descriptor_path()} holds "
+                f"{descriptor.name}:{descriptor.version}",
             )
         return ComponentVersion(
             descriptor=descriptor, repository=self.repository, descriptor_digest=digest
         )
 
-    async def blob(self, cv: ComponentVersion, digest: str, media_type: str) -> bytes:
+    async def blob(self, cv: ComponentVersion, digest: str, media_type: str) -> bytes:  # noqa: ARG002
         raise ComponentError(
             f"component {cv.name}:{cv.version}",
-            f"the source is a single descriptor file ({self.path}), which holds no resource content "
+            f"the source is a single descriptor file ({self.path}), which holds no resource "
+            "content "
             f"(blob {digest[:80]}): use a CTF or a component directory",
         )
 
@@ -137,7 +139,8 @@ class DirectorySource(DescriptorFileSource):
         else:
             raise ComponentError(
                 where,
-                f"localReference {digest[:100]!r} is neither a sha256 digest nor a relative file name",
+                f"localReference {digest[:100]!r} is neither a sha256 digest nor a relative file "
+                "name",
             )
         try:
             real = target.resolve(strict=True)

@@ -30,8 +30,8 @@ What is fetched:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 from function.cache import memo
 from function.errors import ComponentError
@@ -166,18 +166,20 @@ def select(
         found = ", ".join(r.describe() for r in matches) or "none"
         raise ComponentError(
             where,
-            f"has {len(matches)} resources of type {' or '.join(types)} ({found}); name the one to deploy",
+            f"has {len(matches)} resources of type {' or '.join(types)} ({found}); name the one "
+            "to deploy",
         )
     return matches[0]
 
 
-def _local_blob(cv: ComponentVersion, res: Resource, where: str) -> tuple[str, str]:
+def _local_blob(res: Resource, where: str) -> tuple[str, str]:
     """``(localReference, mediaType)`` of a localBlob resource, or a ComponentError."""
     raw = str(res.access.get("type", ""))
     if normalize_access_type(raw) != LOCAL_BLOB:
         raise ComponentError(
             where,
-            f"access type {raw[:100]!r}: only localBlob content can be read from the component's storage",
+            f"access type {raw[:100]!r}: only localBlob content can be read from the component's "
+            "storage",
         )
     ref, mt = res.access.get("localReference"), res.access.get("mediaType")
     if not isinstance(ref, str) or not ref:
@@ -222,13 +224,14 @@ async def fetch_deployable(
             where,
             f"resource type {res.type[:100]!r} is not a deployable (helmChart or {TYPE_KUSTOMIZE})",
         )
-    ref, mt = _local_blob(cv, res, where)
+    ref, mt = _local_blob(res, where)
     media = bare(mt)
     if res.type == TYPE_HELM_CHART:
         if media not in MANIFEST_TYPES:
             raise ComponentError(
                 where,
-                f"a Helm chart must be an OCI chart manifest (mediaType {mt[:100]!r} is not supported)",
+                f"a Helm chart must be an OCI chart manifest (mediaType {mt[:100]!r} is not "
+                "supported)",
             )
         layer = await _manifest_layer(source, cv, ref, mt, HELM_CHART_LAYER, where)
         return helm_chart_files(layer, where), layer[:HEAD_BYTES]
@@ -257,7 +260,7 @@ async def fetch_file(
 ) -> bytes:
     """The verbatim bytes of a single-file localBlob resource (the ConfigData file)."""
     where = f"component {cv.name}:{cv.version} {res.describe()}"
-    ref, mt = _local_blob(cv, res, where)
+    ref, mt = _local_blob(res, where)
     if bare(mt) in MANIFEST_TYPES:
         raise ComponentError(where, f"mediaType {mt[:100]!r} is an OCI artifact, not a file")
     data = await source.blob(cv, ref, mt)

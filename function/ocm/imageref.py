@@ -1,4 +1,5 @@
-"""Image references: the one grammar, parsed exactly as upstream's v1 controller did (go-containerregistry).
+"""Image references: the one grammar, parsed exactly as upstream's v1 controller did
+(go-containerregistry).
 
 Both sides of an image reference use this parser: the packaging contract
 (:mod:`function.ocm.access`, reading ``access.imageReference`` as written, with an optional
@@ -42,7 +43,8 @@ class BadReference(SackError):
 @dataclass(frozen=True)
 class ImageRef:
     """One parsed reference: the fields as written; the properties are go-containerregistry's
-    values, the ones localization rules receive."""
+    values, the ones localization rules receive.
+    """
 
     host: str  # the registry as written ("" when the reference names none: Docker Hub)
     path: str  # the repository as written (without the implicit library/)
@@ -70,7 +72,9 @@ class ImageRef:
 
     @property
     def name(self) -> str:
-        """Name(): ``reg/repo@digest`` when there is a digest (tag dropped), else ``reg/repo:tag``."""
+        """Name(): ``reg/repo@digest`` when there is a digest (tag dropped), else
+        ``reg/repo:tag``.
+        """
         if self.digest:
             return f"{self.fully_qualified_repository}@{self.digest}"
         return f"{self.fully_qualified_repository}:{self.tag or DEFAULT_TAG}"
@@ -147,7 +151,9 @@ def _tag(text: str, where: str, ref: str) -> tuple[str, str, str]:
 
 
 def parse_reference(text: str, *, where: str = "") -> ImageRef:
-    """``name.ParseReference(text)`` with default options: a tag reference, else a digest reference."""
+    """``name.ParseReference(text)`` with default options: a tag reference, else a digest
+    reference.
+    """
     if not isinstance(text, str):
         raise BadReference(where, f"image reference must be a string, got {type(text).__name__}")
     if (
@@ -180,7 +186,9 @@ def parse_reference(text: str, *, where: str = "") -> ImageRef:
 
 
 def image_name(value: str) -> str:
-    """The name part of an image string as written (no tag, no digest), as Kustomize ``images:`` match it."""
+    """The name part of an image string as written (no tag, no digest), as Kustomize ``images:``
+    match it.
+    """
     name = value.split("@", 1)[0]
     head, _, last = name.rpartition("/")
     if ":" in last:

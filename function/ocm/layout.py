@@ -74,7 +74,9 @@ def bare(media_type: Any) -> str:
 
 
 def is_manifest_media_type(media_type: str | None) -> bool:
-    """True when storage keeps this media type as a manifest (a registry serves it from ``/manifests/``)."""
+    """True when storage keeps this media type as a manifest (a registry serves it from
+    ``/manifests/``).
+    """
     mt = bare(media_type)
     return mt in MANIFEST_TYPES or mt in INDEX_TYPES
 
@@ -106,7 +108,9 @@ def verify_digest(data: bytes, digest: str, where: str) -> None:
 
 @dataclass(frozen=True)
 class Descriptor:
-    """An OCI content descriptor (``mediaType``, ``digest``, ``size``, optional ``artifactType``)."""
+    """An OCI content descriptor (``mediaType``, ``digest``, ``size``, optional
+    ``artifactType``).
+    """
 
     media_type: str
     digest: str
@@ -140,7 +144,8 @@ def descriptor(entry: Any, what: str) -> Descriptor:
 
 def document_media_type(doc: Mapping[str, Any], stored_as: str | None) -> str:
     """A manifest document's media type: its own ``mediaType``, else what storage says it is,
-    else its shape (an index has ``manifests``, a manifest has ``layers``)."""
+    else its shape (an index has ``manifests``, a manifest has ``layers``).
+    """
     mt = bare(doc.get("mediaType"))
     if mt:
         return mt
@@ -158,7 +163,9 @@ def index_children(index: Mapping[str, Any]) -> tuple[Descriptor, ...]:
 
 
 def find_descriptor_manifest(index: Mapping[str, Any]) -> Descriptor:
-    """The index child whose ``artifactType`` is the OCM descriptor type (by type, never by position)."""
+    """The index child whose ``artifactType`` is the OCM descriptor type (by type, never by
+    position).
+    """
     found = [c for c in index_children(index) if c.artifact_type == ARTIFACT_TYPE_DESCRIPTOR]
     if not found:
         raise LayoutError(f"has no child with artifactType {ARTIFACT_TYPE_DESCRIPTOR}")
@@ -271,7 +278,8 @@ async def walk(
     ):
         raise fail(
             f"manifest {dm_digest}",
-            f"is not an OCM component descriptor manifest (config media type {config.media_type[:100]!r})",
+            "is not an OCM component descriptor manifest (config media type "
+            f"{config.media_type[:100]!r})",
         )
     reachable.add(config.digest)
     reachable.update(x.digest for x in layers)

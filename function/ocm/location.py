@@ -63,7 +63,8 @@ class Location:
 
 
 def parse_location(text: str, *, plain_http: bool = False) -> Location:
-    """Parse ``[TYPE::]REPO//NAME[:VERSION]``, ``oci://HOST/BASE//NAME:VERSION`` or a bare local path.
+    """Parse ``[TYPE::]REPO//NAME[:VERSION]``, ``oci://HOST/BASE//NAME:VERSION`` or a bare local
+    path.
 
     ``plain_http`` applies to forms without an ``http(s)://`` scheme (``oci://…``, ``host/base``):
     the scheme, when spelled, always wins. Raises :class:`ComponentError` for anything else.
@@ -87,7 +88,9 @@ def parse_location(text: str, *, plain_http: bool = False) -> Location:
 
 
 def parse_repository(text: str, *, plain_http: bool = False) -> Location:
-    """Parse an OCM *repository* (no ``//NAME``): ``oci::http://127.0.0.1:5000/source``, ``ctf::./dir``."""
+    """Parse an OCM *repository* (no ``//NAME``): ``oci::http://127.0.0.1:5000/source``,
+    ``ctf::./dir``.
+    """
     text = _check_text(text)
     typ, rest = _split_type(text)
     scheme, body = _split_scheme(rest)
@@ -146,7 +149,8 @@ def _split_type(text: str) -> tuple[str | None, str]:
         if typ is None:
             raise ComponentError(
                 f"source {_show(text)}",
-                f"unknown repository type {head[:40]!r} (supported: oci, OCIRegistry, ctf, CommonTransportFormat)",
+                f"unknown repository type {head[:40]!r} (supported: oci, OCIRegistry, ctf, "
+                "CommonTransportFormat)",
             )
         return typ, rest
     return None, text

@@ -8,7 +8,7 @@ an error that lists them, so the author can add the missing ``extraIdentity``.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from function.errors import ComponentError
 from function.ocm.model import Descriptor, Resource

@@ -11,8 +11,9 @@ Every source implements :class:`ComponentSource`. Errors are :class:`function.er
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from function.ocm.model import ComponentVersion, Resource
 
@@ -30,7 +31,8 @@ class ComponentSource(Protocol):
         ...
 
     async def blob(self, cv: ComponentVersion, digest: str, media_type: str) -> bytes:
-        """Bytes stored under ``digest`` in the component's storage, digest-verified and size-capped.
+        """Bytes stored under ``digest`` in the component's storage, digest-verified and
+        size-capped.
 
         ``media_type`` decides where to look: OCI manifests and indexes are manifests (a
         registry serves them from ``/manifests/``), anything else is a blob.

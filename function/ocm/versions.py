@@ -46,7 +46,7 @@ class SemVer:
         pre = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in self.prerelease)
         return (self.major, self.minor, self.patch, 0 if self.prerelease else 1, pre)
 
-    def __lt__(self, other: "SemVer") -> bool:
+    def __lt__(self, other: SemVer) -> bool:
         return self._key() < other._key()
 
     @property
@@ -210,8 +210,8 @@ def parse_constraint(constraint: str, *, where: str) -> tuple[_Group, ...]:
             where, f"version constraint is longer than {MAX_CONSTRAINT_LEN} characters"
         )
     groups: list[_Group] = []
-    for alt in constraint.split("||"):
-        alt = alt.strip()
+    for written in constraint.split("||"):
+        alt = written.strip()
         if not alt:
             raise ComponentError(
                 where, f"version constraint {constraint!r}: empty alternative around '||'"
@@ -287,7 +287,8 @@ def pick_version(available: list[str], constraint: str, *, where: str) -> str:
 
 def choose(available: tuple[str, ...], constraint: str, previous: str | None, where: str) -> str:
     """The sticky choice: the highest match, unless ``previous`` (resolved last time) still
-    satisfies the constraint and is not older than it; a version never moves backwards."""
+    satisfies the constraint and is not older than it; a version never moves backwards.
+    """
     picked = pick_version(list(available), constraint, where=where)
     if previous and satisfies(previous, constraint, where=where):
         p, n = parse_semver(previous), parse_semver(picked)

@@ -65,7 +65,7 @@ def _is_tls_error(exc: BaseException) -> bool:
         seen.add(id(cur))
         cur = cur.__cause__ or cur.__context__
     text = str(exc)
-    return "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in text and "certificate" in text.lower()
+    return "CERTIFICATE_VERIFY_FAILED" in text or ("SSL" in text and "certificate" in text.lower())
 
 
 class RegistryClient:
@@ -86,7 +86,7 @@ class RegistryClient:
     ) -> None:
         self.access = access
         self._on_request = on_request or (lambda: None)
-        self._on_get = on_get or (lambda seconds, ok: None)
+        self._on_get = on_get or (lambda _seconds, _ok: None)
         self._transport = transport
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._tokens = TokenCache()
@@ -102,7 +102,9 @@ class RegistryClient:
     # -- allowlist ---------------------------------------------------------------------------
 
     def check_url(self, url: str, *, previous: str | None = None) -> AllowedHost:
-        """The allowlist entry for ``url``'s host, or :class:`RegistryError`. Opens no connection."""
+        """The allowlist entry for ``url``'s host, or :class:`RegistryError`. Opens no
+        connection.
+        """
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         host = normalize_host(parts.netloc) if parts.netloc else ""
@@ -158,7 +160,8 @@ class RegistryClient:
         expected_digest: str | None = None,
         want_link: bool = False,
     ) -> tuple[Fetched, str | None]:
-        """GET ``url`` (a registry API URL for repository ``repo``), authenticated, capped, verified.
+        """GET ``url`` (a registry API URL for repository ``repo``), authenticated, capped,
+        verified.
 
         Returns the body and, with ``want_link``, the absolute URL of the ``Link: rel=next`` page.
         """
@@ -206,7 +209,8 @@ class RegistryClient:
             raise RegistryError(f"registry error (HTTP {status})", transient=True, status=status)
         if status != 200:
             raise RegistryError(f"unexpected HTTP {status}", status=status)
-        assert body is not None
+        if body is None:  # a 200 always carries a body; this keeps the type checker honest
+            raise RegistryError("response without a body")
         actual = "sha256:" + hashlib.sha256(body).hexdigest()
         if expected_digest is not None:
             if actual != expected_digest:
@@ -257,7 +261,8 @@ class RegistryClient:
             except httpx.ConnectError as exc:
                 if _is_tls_error(exc):
                     raise RegistryError(
-                        f"TLS certificate of {entry.host} not trusted (configure a CA bundle for this host)"
+                        f"TLS certificate of {entry.host} not trusted (configure a CA bundle for "
+                        "this host)"
                     ) from None
                 raise RegistryError(f"cannot connect to {entry.host}", transient=True) from None
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
@@ -351,4 +356,4 @@ class RegistryClient:
         if not isinstance(token, str) or not token:
             raise RegistryError("token service answer has no token")
         expires = doc.get("expires_in")
-        return token, expires if isinstance(expires, (int, float)) else None
+        return token, expires if isinstance(expires, int | float) else None

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Self
 
-from function.errors import ComponentError, SourceUnavailable
 from function.cache import Cache
+from function.errors import ComponentError, SourceUnavailable
 from function.ocm.layout import (
     ACCEPT_MANIFESTS,
     REPO_PREFIX,
@@ -137,7 +137,7 @@ class OciSource:
                 tags.extend(page)
             else:
                 if url is not None:
-                    raise ManifestError(f"tag list has more than {MAX_TAG_PAGES} pages")
+                    raise LayoutError(f"tag list has more than {MAX_TAG_PAGES} pages")
             return tuple(tags)
 
         try:
@@ -146,7 +146,8 @@ class OciSource:
             if err.status == 404:
                 raise ComponentError(
                     f"component {component}",
-                    f"listing versions at registry {self.host} (repository {repo}): no such repository (HTTP 404)",
+                    f"listing versions at registry {self.host} (repository {repo}): no such "
+                    "repository (HTTP 404)",
                 ) from None
             raise self._fail(component, None, "listing versions", err) from None
         except LayoutError as err:
@@ -174,7 +175,8 @@ class OciSource:
             if err.status == 404:
                 raise ComponentError(
                     f"component {component}:{version}",
-                    f"version not found at registry {self.host} (repository {repo}, tag {tag}): HTTP 404",
+                    f"version not found at registry {self.host} (repository {repo}, tag {tag}): "
+                    "HTTP 404",
                 ) from None
             raise self._fail(component, version, f"resolving tag {tag}", err) from None
 
