@@ -159,17 +159,7 @@ def select(
     name, extra = selector
     if name:
         return find_resource(cv.descriptor, name, extra, where=where)
-    if len(types) == 1:
-        return find_by_type(cv.descriptor, types[0], where=where)
-    matches = [r for r in cv.descriptor.resources if r.type in types]
-    if len(matches) != 1:
-        found = ", ".join(r.describe() for r in matches) or "none"
-        raise ComponentError(
-            where,
-            f"has {len(matches)} resources of type {' or '.join(types)} ({found}); name the one "
-            "to deploy",
-        )
-    return matches[0]
+    return find_by_type(cv.descriptor, *types, where=where)
 
 
 def _local_blob(res: Resource, where: str) -> tuple[str, str]:
