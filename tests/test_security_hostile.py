@@ -31,7 +31,7 @@ from hypothesis_profiles import PROFILE, REPO, example, observed_helm
 
 from function.errors import SackError
 from function.fn import FunctionRunner
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.render import Rendered, render
 from function.sources import SourceFactory
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from function.__version__ import __version__
+from function.cli import mutate, render, serve, xrd
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,12 +19,6 @@ def main() -> None:
     """SACK8sComponentVersion composition function and ConfigData tools."""
 
 
-def _register() -> None:
-    from function.cli import mutate, render, serve, xrd
-
-    for module in (serve, render, xrd, mutate):
-        for command in module.COMMANDS:
-            main.add_command(command)
-
-
-_register()
+for _module in (serve, render, xrd, mutate):
+    for _command in _module.COMMANDS:
+        main.add_command(_command)
