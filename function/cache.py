@@ -1,10 +1,10 @@
 """Every cache of the function: one bounded LRU, and the two things built from it.
 
 Crossplane calls the function on every reconcile of every claim, and almost everything a
-reconcile computes is a pure function of content that rarely changes. So there are two
-caches, both built on :class:`Lru` (least recently used first, under an entry and a byte
-budget) and both owned by the edge (``FunctionRunner``), sized by the operator
-(``sack8s serve --cache-bytes --tag-ttl --memo-bytes``):
+reconcile computes is a pure function of content that rarely changes. So there are three
+caches, all built on :class:`Lru` (least recently used first, under an entry and a byte
+budget) and all owned by the edge (``FunctionRunner`` and the gRPC server), sized by the
+operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``):
 
 * :class:`Cache`, component **storage reads** (async, shared by concurrent requests):
   *immutable* entries keyed by content digest (manifests, descriptors, blobs, the loaded
@@ -18,6 +18,10 @@ budget) and both owned by the edge (``FunctionRunner``), sized by the operator
   does not take the memo tables as a parameter: the edge binds them for the duration of a
   request (:meth:`Memos.active`) and :func:`memo` looks them up; with none bound, nothing is
   memoised (the CLI, a direct call in a test).
+
+* :class:`Responses`, whole **serialized answers**, keyed by the SHA-256 of the serialized
+  request and kept with the short-lived facts they rest on (see the class): the steady-state
+  reconcile of an unchanged claim costs a hash and a lookup.
 
 Errors are never cached: invalid input is re-checked, and reported, on every call. What a
 memo returns must not be mutated (frozen models, the Flux mutation) or is a fresh copy
@@ -44,6 +48,7 @@ DEFAULT_MAX_BYTES = 128 * MB
 DEFAULT_TTL = 60.0
 DEFAULT_MAX_TTL_ENTRIES = 4096
 DEFAULT_MEMO_BYTES = 176 * MB
+DEFAULT_RESPONSE_BYTES = 256 * MB
 UNBOUNDED = 1 << 62
 
 
@@ -96,6 +101,12 @@ class Lru:
             self._data.move_to_end(key)
             self.stats.hits += 1
             return entry[0]
+
+    def peek(self, key: Hashable) -> Any | None:
+        """The value under ``key`` without counting a hit or refreshing its place."""
+        with self._lock:
+            entry = self._data.get(key)
+            return None if entry is None else entry[0]
 
     def put(self, key: Hashable, value: Any, nbytes: int) -> None:
         if nbytes > self.max_bytes:
@@ -206,6 +217,7 @@ class Cache:
         if entry is not None:
             if entry[1] > self._clock():
                 self.stats.hits += 1
+                record_fact(self, key, entry[0])
                 return entry[0]
             self._short.pop(key)
             self.stats.expirations += 1
@@ -213,7 +225,16 @@ class Cache:
         def store(value: T) -> None:
             self._short.put(key, (value, self._clock() + self.ttl), 0)
 
-        return await self._fetch(("t", key), fetch, store)
+        value = await self._fetch(("t", key), fetch, store)
+        record_fact(self, key, value)
+        return value
+
+    def still_holds(self, key: Hashable, value: Any) -> bool:
+        """Whether the short-lived entry under ``key`` is cached, fresh and equal to ``value``
+        (without touching the registry: an expired fact is simply not known to hold).
+        """
+        entry = self._short.peek(key)
+        return entry is not None and entry[1] > self._clock() and entry[0] == value
 
     def peek_immutable(self, key: Hashable) -> Any | None:
         entry = self._immutable.get(key)
@@ -340,6 +361,112 @@ def memo(table: str, key: Hashable | None, compute: Callable[[], T], size: Calla
     value = compute()
     t.put(key, (value,), size(value))
     return value
+
+
+# --------------------------------------------------------------------------- reused answers
+
+
+@dataclass
+class Facts:
+    """What one request's answer rests on besides its own bytes: the short-lived registry
+    facts it read (tag lists, tag -> digest), and whether anything it read cannot be
+    re-checked cheaply (a local mirror's files), which makes the answer unrepeatable.
+    """
+
+    seen: list[tuple[Cache, Hashable, Any]]
+    unrepeatable: str | None = None
+
+
+_FACTS: ContextVar[Facts | None] = ContextVar("sack8s_facts", default=None)
+
+
+def record_fact(cache: Cache, key: Hashable, value: Any) -> None:
+    """Note that the answer being computed depends on ``cache``'s entry ``key`` == ``value``."""
+    facts = _FACTS.get()
+    if facts is not None:
+        facts.seen.append((cache, key, value))
+
+
+def unrepeatable(why: str) -> None:
+    """Note that the answer being computed read something the response cache cannot re-check."""
+    facts = _FACTS.get()
+    if facts is not None and facts.unrepeatable is None:
+        facts.unrepeatable = why
+
+
+@dataclass
+class ResponseStats:
+    reused: int = 0
+    stored: int = 0
+    stale: int = 0  # found, but a fact it rested on no longer held (or expired)
+    refused: int = 0  # computed, but not storable (a Fatal, waiting, unrepeatable, too big)
+
+
+class Responses:
+    """Serialized answers, keyed by the SHA-256 of the serialized request.
+
+    Crossplane reconciles every claim about once a minute, and in steady state sends the same
+    request bytes each time. The answer is a pure function of those bytes and of the
+    short-lived registry facts read while computing it (content read by digest never
+    changes), so the serialized answer is kept with those facts and served again while every
+    one of them is still cached, fresh and equal in the storage cache. Anything else -- a
+    changed observed object, status, credential, input, context or tag -- changes the key
+    or a fact, and the answer is computed again. Answers carrying a Fatal, answers that wait
+    for required resources and answers that read local files are never kept.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_RESPONSE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.stats = ResponseStats()
+        self._lru = Lru("responses", max_bytes=max_bytes)
+
+    @staticmethod
+    def key(request: bytes) -> bytes:
+        return hashlib.sha256(request).digest()
+
+    def lookup(self, key: bytes) -> tuple[bytes, Any] | None:
+        """The stored answer and its note (what to log), if every fact it rests on holds."""
+        if self.max_bytes <= 0:
+            return None
+        entry = self._lru.get(key)
+        if entry is None:
+            return None
+        payload, facts, note = entry
+        if not all(cache.still_holds(k, v) for cache, k, v in facts):
+            self.stats.stale += 1
+            self._lru.pop(key)
+            return None
+        self.stats.reused += 1
+        return payload, note
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[Facts]:
+        """Collect the facts of the answer computed inside (context-local, like the memos)."""
+        facts = Facts(seen=[])
+        token = _FACTS.set(facts)
+        try:
+            yield facts
+        finally:
+            _FACTS.reset(token)
+
+    def store(self, key: bytes, payload: bytes, facts: Facts, note: Any = None) -> bool:
+        if self.max_bytes <= 0 or facts.unrepeatable is not None:
+            self.stats.refused += 1
+            return False
+        deps = tuple({(id(c), k): (c, k, v) for c, k, v in facts.seen}.values())
+        nbytes = len(payload) + 200 * (1 + len(deps))
+        if nbytes > self.max_bytes:
+            self.stats.refused += 1
+            return False
+        self._lru.put(key, (payload, deps, note), nbytes)
+        self.stats.stored += 1
+        return True
+
+    def refuse(self) -> None:
+        self.stats.refused += 1
+
+    def snapshot(self) -> dict[str, int]:
+        return {**self._lru.snapshot(), **asdict(self.stats)}
 
 
 # --------------------------------------------------------------------------- content keys

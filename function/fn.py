@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging as stdlogging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,19 @@ def bridge_stdlib_logging() -> None:
         pkg.addHandler(_StdlibToStructlog())
 
 
+def log_context(xr: Mapping[str, Any], tag: str) -> dict[str, str]:
+    """What every log line of one request carries: the XR, the request tag and the claim."""
+    meta = xr.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    context: dict[str, str] = {"xr": str(meta.get("name", "")), "tag": tag}
+    labels = meta.get("labels")
+    labels = labels if isinstance(labels, dict) else {}
+    if labels.get("crossplane.io/claim-name"):
+        claim_ns = labels.get("crossplane.io/claim-namespace", "")
+        context["claim"] = f"{claim_ns}/{labels['crossplane.io/claim-name']}"
+    return context
+
+
 @dataclass
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     """Serves RunFunction. One instance per process; it owns the caches: its sources share
@@ -127,16 +141,16 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     async def RunFunction(
         self, req: fnv1.RunFunctionRequest, _: grpc.aio.ServicerContext | None = None
     ) -> fnv1.RunFunctionResponse:
+        rsp, _outcome = await self.answer(req)
+        return rsp
+
+    async def answer(self, req: fnv1.RunFunctionRequest) -> tuple[fnv1.RunFunctionResponse, str]:
+        """The response and how it ended: ``composed``, ``waiting`` (for required resources)
+        or ``fatal`` -- the gRPC edge keeps only ``composed`` answers for identical requests.
+        """
         rsp = response.to(req)
         xr = _observed_xr(req.observed.composite.resource)
-        meta = xr.get("metadata")
-        meta = meta if isinstance(meta, dict) else {}
-        context: dict[str, str] = {"xr": str(meta.get("name", "")), "tag": req.meta.tag}
-        labels = meta.get("labels")
-        labels = labels if isinstance(labels, dict) else {}
-        if labels.get("crossplane.io/claim-name"):
-            claim_ns = labels.get("crossplane.io/claim-namespace", "")
-            context["claim"] = f"{claim_ns}/{labels['crossplane.io/claim-name']}"
+        context = log_context(xr, req.meta.tag)
         ensure_context_logging()
         log = self.log.bind(**context)
         started = time.perf_counter()
@@ -170,7 +184,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             except Exception:
                 log.warning("metrics update failed")
             log.debug("done", seconds=round(seconds, 4))
-        return rsp
+        return rsp, outcome
 
     async def _run(
         self,

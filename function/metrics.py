@@ -115,6 +115,34 @@ class _CacheCollector(Collector):
 
 REGISTRY.register(_CacheCollector())
 
+_responses: weakref.WeakSet[Any] = weakref.WeakSet()
+_RESPONSE_FIELDS = ("reused", "stored", "stale", "refused", "evictions")
+
+
+def watch_responses(responses: Any) -> None:
+    """Expose ``responses.stats`` (function.cache.Responses) through the metrics endpoint."""
+    _responses.add(responses)
+
+
+class _ResponsesCollector(Collector):
+    def collect(self):  # type: ignore[override]
+        snaps = [r.snapshot() for r in list(_responses)]
+        for name in _RESPONSE_FIELDS:
+            fam = CounterMetricFamily(
+                f"sack8s_responses_{name}",
+                f"Answers kept for identical requests: {name}.",
+            )
+            fam.add_metric([], float(sum(s.get(name, 0) for s in snaps)))
+            yield fam
+        size = GaugeMetricFamily(
+            "sack8s_responses_bytes", "Bytes held by the answers kept for identical requests."
+        )
+        size.add_metric([], float(sum(s.get("bytes", 0) for s in snaps)))
+        yield size
+
+
+REGISTRY.register(_ResponsesCollector())
+
 
 # -- registry latency ----------------------------------------------------------------------
 

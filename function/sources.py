@@ -21,7 +21,7 @@ from typing import Any
 
 from function.api.claim import Spec
 from function.api.policy import Policy
-from function.cache import Cache
+from function.cache import Cache, unrepeatable
 from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
 from function.ocm.fetch import load_resources, resolve_version
 from function.ocm.location import Location, open_source, parse_location, parse_repository
@@ -146,6 +146,8 @@ class SourceFactory:
     ) -> ComponentSource:
         path = self._mirror(policy, repository, base_dir)
         if path is not None:
+            # Local files can change under one name: this answer is never reused as is.
+            unrepeatable("served from a local mirror")
             return open_source(parse_location(str(path)), registry_repository=repository)
         hosts = [
             AllowedHost(r.host, plain_http=r.plainHTTP, ca_bundle=r.caBundle)
