@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """Answers reused for identical requests (issue 21): only while nothing they rest on changed.
 
 The server (function/server.py) keeps a composed answer under the SHA-256 of the request
