@@ -116,9 +116,10 @@ def test_stdin_with_as():
     assert r.exit_code == 0 and "replicas: 2 # set by" in r.stdout
 
 
-def test_stdin_without_as():
-    assert_one_line_error(backend("configure", "--values", str(BACKEND / "values.yaml"), "-", stdin="a: 1\n"),
-                          "--as PATH")
+def test_stdin_without_as_is_a_usage_error():
+    r = backend("configure", "--values", str(BACKEND / "values.yaml"), "-", stdin="a: 1\n")
+    assert r.exit_code == 2, r.output
+    assert r.stdout == "" and "--as PATH" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_frontend_multi_document_file(tmp_path):
@@ -214,15 +215,31 @@ def test_invalid_config_data(tmp_path):
         (["configure", "--values", str(BACKEND / "values.yaml"), "../outside.yaml"], "must be a path inside the root"),
         (["configure", "--values", str(BACKEND / "values.yaml"), "/etc/hostname"], "is outside --root"),
         (["localize", "--component", "/nonexistent/cd.yaml", "manifests/deploy.yaml"], "does not exist"),
-        (["localize", "--component", "ctf::/nonexistent//a.org/x:1", "manifests/deploy.yaml"], "is not a CTF"),
-        (["configure", "manifests/deploy.yaml"], "Missing option '--values'"),
-        (["configure", "--values", str(BACKEND / "values.yaml")], "Missing argument 'FILE'"),
-        (["mutate", "--values", str(BACKEND / "values.yaml"), "manifests/deploy.yaml"], "Missing option '--component'"),
+        (["localize", "--component", "ctf::/nonexistent//a.org/x:1", "manifests/deploy.yaml"],
+         "/nonexistent does not exist"),
     ],
 )
 def test_error_paths_exit_1(args, fragment):
     r = backend(*args)
     assert r.exit_code == 1, r.output
+    assert r.stdout == ""
+    assert fragment in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["configure", "manifests/deploy.yaml"], "Missing option '--values'"),
+        (["configure", "--values", str(BACKEND / "values.yaml")], "Missing argument 'FILE'"),
+        (["mutate", "--values", str(BACKEND / "values.yaml"), "manifests/deploy.yaml"], "Missing option '--component'"),
+        (["configure", "--values", str(BACKEND / "values.yaml"), "--bogus", "manifests/deploy.yaml"],
+         "No such option: --bogus"),
+    ],
+)
+def test_usage_errors_exit_2(args, fragment):
+    r = backend(*args)
+    assert r.exit_code == 2, r.output
     assert r.stdout == ""
     assert fragment in r.stderr
     assert "Traceback" not in r.stderr

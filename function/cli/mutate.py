@@ -4,7 +4,7 @@ Service teams run these locally or in CI to see exactly what the function will d
 manifests: stdout is only the mutated file (comments, order and quoting kept), so it can be
 diffed or piped; stderr carries logs (``-v``: every substitution, old → new, and every rule
 that does not apply to FILE). Exit 0 on success, 1 with one line naming rule, field and
-file on any error (usage errors included). This is the only module of the ConfigData tooling
+file on bad input, 2 on a usage error (:mod:`function.cli.exits`). This is the only module of the ConfigData tooling
 that touches files, stdin or the network.
 """
 
@@ -21,18 +21,7 @@ import click
 from function.errors import ComponentError, InvalidValues, SackError
 from function.yamlio import MAX_BYTES, load_all, load_one
 
-EXIT_ERROR = 1
-
-
-class _Command(click.Command):
-    """Usage errors exit 1 like every other error (the contract: 0 success, 1 error)."""
-
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        try:
-            return super().make_context(*args, **kwargs)
-        except click.UsageError as e:
-            e.exit_code = EXIT_ERROR
-            raise
+from function.cli.exits import EPILOG, EXIT_BAD_INPUT as EXIT_ERROR
 
 
 class Failure(Exception):
@@ -71,7 +60,7 @@ def _rule_file(file: str, root: Path, as_path: str | None) -> tuple[str, Path | 
     """(the name the rules address, the path to read or None for stdin)."""
     if file == "-":
         if not as_path:
-            raise Failure("FILE '-' reads stdin: name the file the rules address with --as PATH")
+            raise click.UsageError("FILE '-' reads stdin: name the file the rules address with --as PATH")
         return _normalise(as_path), None
     path = Path(file)
     if path.is_absolute():
@@ -269,21 +258,21 @@ def _with(options: list[Any]) -> Any:
     return deco
 
 
-@click.command(cls=_Command)
+@click.command(epilog=EPILOG)
 @_with(_config + _component + _common + _file)
 def localize(**kw: Any) -> None:
     """Print FILE with every localization rule for it applied."""
     _run(**kw)
 
 
-@click.command(cls=_Command)
+@click.command(epilog=EPILOG)
 @_with(_config + _values + _common + _file)
 def configure(**kw: Any) -> None:
     """Print FILE with every configuration rule for it applied."""
     _run(**kw)
 
 
-@click.command(cls=_Command)
+@click.command(epilog=EPILOG)
 @_with(_config + _component + _values + _common + _file)
 def mutate(**kw: Any) -> None:
     """Print FILE with localization, then configuration, applied (upstream order)."""

@@ -11,6 +11,7 @@ from crossplane.function import logging as sdklogging
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from function.api.policy import MirrorPolicy
+from function.cli.exits import EPILOG, InputPath
 from function.errors import SackError
 from function.fn import FunctionRunner
 from function.render import RenderError, claim_to_xr, load_docs, our_step, render, step_credentials
@@ -23,14 +24,14 @@ def _one(path: str, what: str) -> dict:
     return docs[0]
 
 
-@click.command("render")
-@click.argument("xr_file", metavar="XR_OR_CLAIM.yaml", type=click.Path(exists=True, dir_okay=False))
-@click.option("--composition", type=click.Path(exists=True, dir_okay=False), help="Composition whose pipeline step holds the function input.")
-@click.option("--input", "input_file", type=click.Path(exists=True, dir_okay=False), help="The function input (Policy) itself.")
+@click.command("render", epilog=EPILOG)
+@click.argument("xr_file", metavar="XR_OR_CLAIM.yaml", type=InputPath(exists=True, dir_okay=False))
+@click.option("--composition", type=InputPath(exists=True, dir_okay=False), help="Composition whose pipeline step holds the function input.")
+@click.option("--input", "input_file", type=InputPath(exists=True, dir_okay=False), help="The function input (Policy) itself.")
 @click.option("--component", help="Local CTF or component directory to read the claim's component from (an offline mirror).")
-@click.option("--observed", multiple=True, type=click.Path(exists=True), help="Observed composed resources (file or directory).")
-@click.option("--required-resources", multiple=True, type=click.Path(exists=True), help="Objects the function may require (file or directory).")
-@click.option("--function-credentials", type=click.Path(exists=True), help="Secrets passed as the step's credentials.")
+@click.option("--observed", multiple=True, type=InputPath(exists=True), help="Observed composed resources (file or directory).")
+@click.option("--required-resources", multiple=True, type=InputPath(exists=True), help="Objects the function may require (file or directory).")
+@click.option("--function-credentials", type=InputPath(exists=True), help="Secrets passed as the step's credentials.")
 @click.option("--include-results/--no-include-results", default=True, show_default=True, help="Print Warning/Normal results to stderr.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
 def render_cmd(xr_file, composition, input_file, component, observed, required_resources, function_credentials, include_results, verbose) -> None:

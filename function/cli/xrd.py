@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import click
 
+from function.cli.exits import EPILOG, InputPath
+
 from function.api.xrd import DEFAULT_GROUP, crossplane_cluster_role, input_crd, xrd_cluster, xrd_legacy_claims
 from function.fn import parse_policy
 from function.render import load_docs
 from function.render import dump_yaml
 
 
-@click.command("xrd")
+@click.command("xrd", epilog=EPILOG)
 @click.option("--group", default=DEFAULT_GROUP, show_default=True, help="API group for the XR (ops' choice).")
 @click.option(
     "--variant",
@@ -20,7 +22,7 @@ from function.render import dump_yaml
     help="cluster: v2 scope Cluster XRD; claims: v1 LegacyCluster XRD with claimNames; input: the function-input CRD; "
     "rbac: the ClusterRole Crossplane needs (from --policy, else the default policy).",
 )
-@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False), help="Function input to size the rbac variant for.")
+@click.option("--policy", "policy_file", type=InputPath(exists=True, dir_okay=False), help="Function input to size the rbac variant for.")
 def xrd(group: str, variant: str, policy_file: str | None) -> None:
     """Print an XRD, the input CRD or Crossplane's ClusterRole as YAML."""
     policy = parse_policy(load_docs([policy_file])[0]) if policy_file else None

@@ -125,6 +125,23 @@ def _mutation(inp: CoreInput, flavour: str, deployable: Resource, cd: Resource |
     )
 
 
+def unused_values_note(policy: Policy, flavour: str, cd: Resource | None, mutation: FluxMutation) -> Note | None:
+    """One Warning (its own reason, so it is deduplicated apart from other warnings) listing the
+    claim values no configuration rule consumes; a Fatal when the policy says so."""
+    if not mutation.unused_values or cd is None:
+        return None
+    paths = ", ".join(mutation.unused_values)
+    what = "chart" if flavour == "helm" else "Kustomize directory"
+    message = (
+        f"{len(mutation.unused_values)} value(s) reach no configuration rule of ConfigData (resource {cd.name}) "
+        f"for the {what}, so they are not applied: {paths} (status.configData.unusedValues; "
+        "status.configData.skipped lists the rules for files outside the deployed resource)"
+    )
+    if policy.configData.unusedValues == "Fatal":
+        raise InvalidClaim("spec.values", message + "; the policy (configData.unusedValues: Fatal) refuses this")
+    return Note("Warning", "UnusedValues", f"spec.values: {message}")
+
+
 def _gate_open(inp: CoreInput, ctx: Context) -> tuple[bool, str]:
     if not (inp.policy.ocm.enabled and inp.policy.ocm.gate):
         return True, ""
@@ -166,6 +183,9 @@ def compose(inp: CoreInput) -> CoreOutput:
         desired.update(ocmobjects.build(ctx, cv, deployable))
 
     notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
+    unused = unused_values_note(policy, flavour, cd, mutation)
+    if unused is not None:
+        notes.append(unused)
     flux_objs = flux.build(ctx, src, mutation)
     gate_open, why = _gate_open(inp, ctx)
     already = any(k in inp.observed for k in flux_objs)
@@ -209,6 +229,7 @@ def compose(inp: CoreInput) -> CoreOutput:
                 for t in mutation.trace
             ],
             "skipped": list(mutation.skipped),
+            "unusedValues": list(mutation.unused_values),
         },
     }
     if blocked is not None:

@@ -216,6 +216,10 @@ class CtfSource:
                     raise ComponentError(self._where, f"{INDEX_FILE} is larger than {MAX_INDEX_BYTES} bytes")
                 data = index_path.read_bytes()
             except FileNotFoundError:
+                if not self.path.exists():
+                    raise ComponentError(self._where, f"{self.path} does not exist") from None
+                if not self.path.is_dir():
+                    raise ComponentError(self._where, f"{self.path} is a file, not a CTF directory") from None
                 raise ComponentError(self._where, f"is not a CTF: {INDEX_FILE} not found") from None
             except OSError as e:
                 raise ComponentError(self._where, f"cannot read {INDEX_FILE} ({type(e).__name__})") from None
@@ -239,6 +243,11 @@ class CtfSource:
 
     # -- ComponentSource
 
+    def components(self) -> list[str]:
+        """The component names the CTF holds (every ``component-descriptors/<name>`` repository)."""
+        repos = {a.get("repository") for a in self._artifacts()}
+        return sorted(r[len(REPO_PREFIX):] for r in repos if isinstance(r, str) and r.startswith(REPO_PREFIX))
+
     async def list_versions(self, component: str) -> list[str]:
         repo = REPO_PREFIX + component
         tags = {a.get("tag") for a in self._artifacts() if a.get("repository") == repo}
@@ -252,7 +261,10 @@ class CtfSource:
         hits = [a for a in self._artifacts() if a.get("repository") == repo and a.get("tag") == tag]
         if not hits:
             available = await self.list_versions(component)
-            shown = ", ".join(available[-10:]) or "none"
+            if not available:
+                held = ", ".join(self.components()[:20]) or "none"
+                raise ComponentError(where, f"component not found in {self._where} (it holds: {held})")
+            shown = ", ".join(available[-10:])
             raise ComponentError(where, f"not found in {self._where} (versions there: {shown})")
         digests = {a.get("digest") for a in hits}
         if len(digests) != 1:
