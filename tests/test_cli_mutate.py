@@ -234,7 +234,7 @@ def test_error_paths_exit_1(args, fragment):
         (["configure", "--values", str(BACKEND / "values.yaml")], "Missing argument 'FILE'"),
         (["mutate", "--values", str(BACKEND / "values.yaml"), "manifests/deploy.yaml"], "Missing option '--component'"),
         (["configure", "--values", str(BACKEND / "values.yaml"), "--bogus", "manifests/deploy.yaml"],
-         "No such option: --bogus"),
+         "No such option '--bogus'"),
     ],
 )
 def test_usage_errors_exit_2(args, fragment):
@@ -355,7 +355,8 @@ def test_component_directory_and_unnamed_ctf(tmp_path, fixtures_dir):
     r = backend("localize", "--component", f"{d}//ocm.software/podinfo-backend", "manifests/deploy.yaml")
     assert r.exit_code == 0 and RELOCATED in r.stdout  # version left out: the only one is used
     r = backend("localize", "--component", str(fixtures_dir / "ctf"), "manifests/deploy.yaml")
-    assert_one_line_error(r, "name the component: REPO//NAME:VERSION")
+    # the CTF holds one component, which is taken; it has two versions, which are listed
+    assert_one_line_error(r, "name the version (SOURCE//NAME:VERSION); versions there: 6.3.0, 6.2.0")
     r = backend("localize", "--component", f"ctf::{fixtures_dir / 'ctf'}//acme.org/sack8s/podinfo",
                 "manifests/deploy.yaml")
-    assert_one_line_error(r, "name the version of acme.org/sack8s/podinfo (found: ")
+    assert_one_line_error(r, "component acme.org/sack8s/podinfo: name the version", "versions there: 6.3.0, 6.2.0")

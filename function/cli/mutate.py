@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 import click
 
-from function.errors import ComponentError, InvalidValues, SackError
+from function.errors import InvalidValues, SackError
 from function.yamlio import MAX_BYTES, load_all, load_one
 
 from function.cli.exits import EPILOG, EXIT_BAD_INPUT as EXIT_ERROR
@@ -121,8 +121,7 @@ def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
 
 def load_component(source: str, *, plain_http: bool = False, registry: str | None = None) -> Any:
     """SOURCE → ComponentVersion via the component-source modules (descriptor, dir, CTF, OCI)."""
-    from function.ocm.descriptor import parse_descriptor
-    from function.ocm.location import DESCRIPTOR_FILES, open_source, parse_location, parse_repository
+    from function.ocm.location import open_source, parse_location, parse_repository
 
     loc = parse_location(source, plain_http=plain_http)
     mirror = None
@@ -132,28 +131,14 @@ def load_component(source: str, *, plain_http: bool = False, registry: str | Non
             raise Failure(f"--registry {registry}: must be an OCI registry address (host[:port][/base])")
         mirror = reg.repository
     component, version = loc.component, loc.version
-    if component is None:
-        if loc.kind not in ("descriptor", "dir") or loc.path is None:
-            raise ComponentError(f"source {source}", "name the component: REPO//NAME:VERSION")
-        path = loc.path
-        if loc.kind == "dir":
-            found = [path / f for f in DESCRIPTOR_FILES if (path / f).is_file()]
-            path = found[0] if found else path / DESCRIPTOR_FILES[0]
-        media = "application/vnd.ocm.software.component-descriptor.v2+json" if path.suffix == ".json" else None
-        d = parse_descriptor(_read(path, "component descriptor"), media, f"component descriptor {path}")
-        component, version = d.name, version or d.version
     src = open_source(loc, registry_repository=mirror)
 
     async def get() -> Any:
+        from function.ocm.inventory import get_version, need_component
+
         try:
-            v = version
-            if v is None:
-                versions = await src.list_versions(component)
-                if len(versions) != 1:
-                    shown = ", ".join(versions[:10]) or "none"
-                    raise ComponentError(f"source {source}", f"name the version of {component} (found: {shown})")
-                v = versions[0]
-            return await src.get(component, v)
+            name = need_component(src, component, where=f"source {source}")
+            return await get_version(src, name, version, where=f"source {source}", default="only")
         finally:
             close = getattr(src, "aclose", None)
             if close is not None:
@@ -178,6 +163,9 @@ def _run(
     from function.configdata.engine import apply_to_file, plan
     from function.configdata.model import parse_configdata
     from function.configdata.substitution import describe
+    from function.configdata.suggestions import suggestions
+    from function.configdata.unused import unused_values
+    from function.configdata.yamlfile import load_file
 
     localize = component is not None
     configure = values_file is not None
@@ -202,7 +190,15 @@ def _run(
             localize=localize,
             configure=configure,
         )
-        result = apply_to_file(text, name, p.substitutions)
+        try:
+            result = apply_to_file(text, name, p.substitutions)
+        except SackError as e:
+            if not as_path:
+                raise
+            read = "stdin" if full is None else str(full)
+            raise type(e)(e.where, f"{e.message} (FILE {read}, read as --as {name})") from None
+        hints = suggestions(load_file(result.text, name).docs, result.changes) if result.changes else ()
+        unused = unused_values(cd, values) if configure else ()
     except Failure as e:
         _fail(str(e))
     except SackError as e:
@@ -218,6 +214,11 @@ def _run(
     for change in result.changes:
         if change.sub.warning:
             _log(f"warning: {change.sub.warning}")
+    for hint in hints:
+        _log(f"warning: {hint.message}")
+    if unused:
+        _log(f"warning: {len(unused)} value(s) reach no configuration rule of the ConfigData (for any file), "
+             f"so they are never applied: {', '.join(unused)}")
     if not result.changes:
         _log(f"warning: no {'/'.join(k for k, on in (('localization', localize), ('configuration', configure)) if on)} "
              f"rule of the ConfigData addresses {name}; printed unchanged")

@@ -14,14 +14,17 @@ ConfigData commands' ``--component``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 from function.errors import ComponentError, SourceUnavailable
+from function.ocm.model import ComponentVersion
 from function.ocm.source import ComponentSource
 from function.ocm.versions import is_exact, parse_semver, pick_version
 
 MAX_SHOWN = 20
+_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 
 
 @dataclass(frozen=True)
@@ -119,4 +122,33 @@ async def resolve_version(
     return Resolution(component, versions, picked, f"constraint {c!r}")
 
 
-__all__ = ["Resolution", "describe_held", "held_components", "highest_first", "need_component", "resolve_version"]
+async def get_version(
+    source: ComponentSource,
+    component: str,
+    constraint: str | None,
+    *,
+    where: str,
+    default: Literal["highest", "only"] = "only",
+) -> ComponentVersion:
+    """The component version a request means. An exact version is read directly (one read, no
+    listing); only when it is not there are the versions listed, for the error or for the
+    other spelling (``v6.2.0`` for ``6.2.0``)."""
+    if constraint and (is_exact(constraint.strip()) or _TAG.fullmatch(constraint.strip())):
+        try:
+            return await source.get(component, constraint.strip().lstrip("=").strip())
+        except SourceUnavailable:
+            raise
+        except ComponentError as first:
+            try:
+                res = await resolve_version(source, component, constraint, where=where, default=default)
+            except ComponentError as listing:
+                # Listing failed for another reason (unreachable): the read's error says more.
+                if isinstance(listing, SourceUnavailable) or "not found" not in listing.message:
+                    raise first from None
+                raise
+            return await source.get(component, res.version)
+    res = await resolve_version(source, component, constraint, where=where, default=default)
+    return await source.get(component, res.version)
+
+
+__all__ = ["Resolution", "get_version", "describe_held", "held_components", "highest_first", "need_component", "resolve_version"]
