@@ -247,7 +247,7 @@ def _mutation_for(
         traces.append(_trace(change))
         hint = suggestion_for(f.docs, change)
         if hint is not None:
-            hints.append(hint.message)
+            hints.append(hint.describe(configdata_name))
 
     # Planning warnings only matter for substitutions that this deployable applies.
     applied = {(t.rule, t.file, t.path) for t in traces}

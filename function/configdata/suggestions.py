@@ -39,10 +39,14 @@ class Suggestion:
 
     @property
     def message(self) -> str:
+        return self.describe()
+
+    def describe(self, configdata: str = "ConfigData") -> str:
+        """One line naming the ConfigData (``configdata``), rule, file, path and the likely keys."""
         means = " or ".join(self.suggested)
         keys = ", ".join(repr(k) for k in self.similar)
         return (
-            f"ConfigData {self.rule} (file {self.file}): path {self.path} creates key {self.created!r} "
+            f"{configdata} {self.rule} (file {self.file}): path {self.path} creates key {self.created!r} "
             f"in document {self.document} next to existing {keys}: did you mean {means}? "
             "(a new key is allowed; fix the rule's path if it is a typo)"
         )
