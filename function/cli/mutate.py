@@ -63,6 +63,8 @@ def _rule_file(file: str, root: Path, as_path: str | None) -> tuple[str, Path | 
             raise click.UsageError("FILE '-' reads stdin: name the file the rules address with --as PATH")
         return _normalise(as_path), None
     path = Path(file)
+    if as_path and path.is_absolute():
+        return _normalise(as_path), path  # the rules address the --as name; FILE may be anywhere
     if path.is_absolute():
         try:
             rel = path.resolve().relative_to(root.resolve())

@@ -8,12 +8,13 @@ import click
 from crossplane.function import cli as sdkcli
 
 from function import metrics
+from function.cli.exits import EPILOG
 from function.fn import FunctionRunner
 from function.ocm.cache import Cache
 from function.sources import SourceFactory
 
 
-@click.command("serve")
+@click.command("serve", epilog=EPILOG)
 @sdkcli.standard_options
 @click.option(
     "--tag-ttl",

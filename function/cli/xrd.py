@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from function.cli.exits import EPILOG, InputPath
+from function.cli.exits import EPILOG, BadInput, InputPath
 
 from function.api.xrd import DEFAULT_GROUP, crossplane_cluster_role, input_crd, xrd_cluster, xrd_legacy_claims
 from function.fn import parse_policy
@@ -25,7 +25,15 @@ from function.render import dump_yaml
 @click.option("--policy", "policy_file", type=InputPath(exists=True, dir_okay=False), help="Function input to size the rbac variant for.")
 def xrd(group: str, variant: str, policy_file: str | None) -> None:
     """Print an XRD, the input CRD or Crossplane's ClusterRole as YAML."""
-    policy = parse_policy(load_docs([policy_file])[0]) if policy_file else None
+    from function.errors import SackError
+
+    try:
+        docs = load_docs([policy_file]) if policy_file else []
+        if policy_file and len(docs) != 1:
+            raise BadInput(f"--policy {policy_file}: must hold exactly one function input, found {len(docs)} documents")
+        policy = parse_policy(docs[0]) if docs else None
+    except SackError as e:
+        raise BadInput(f"--policy {policy_file}: {e}") from None
     doc = {
         "cluster": lambda: xrd_cluster(group),
         "claims": lambda: xrd_legacy_claims(group),
