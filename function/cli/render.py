@@ -33,8 +33,9 @@ def _one(path: str, what: str) -> dict:
 @click.option("--required-resources", multiple=True, type=InputPath(exists=True), help="Objects the function may require (file or directory).")
 @click.option("--function-credentials", type=InputPath(exists=True), help="Secrets passed as the step's credentials.")
 @click.option("--include-results/--no-include-results", default=True, show_default=True, help="Print Warning/Normal results to stderr.")
+@click.option("--graph", is_flag=True, help="Print a Mermaid diagram of the composed objects instead of the YAML stream.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
-def render_cmd(xr_file, composition, input_file, component, observed, required_resources, function_credentials, include_results, verbose) -> None:
+def render_cmd(xr_file, composition, input_file, component, observed, required_resources, function_credentials, include_results, graph, verbose) -> None:
     """Print the desired composed resources as a YAML stream (exit 1 with the Fatal message on stderr)."""
     sdklogging.configure(sdklogging.Level.DEBUG if verbose else sdklogging.Level.DISABLED)
     try:
@@ -77,6 +78,11 @@ def render_cmd(xr_file, composition, input_file, component, observed, required_r
     if include_results:
         for r in rendered.results:
             click.echo(f"{fnv1.Severity.Name(r.severity).removeprefix('SEVERITY_').title()} {r.reason}: {r.message}", err=True)
+    if graph:
+        from function.graph import mermaid
+
+        click.echo(mermaid(rendered.xr, rendered.resources), nl=False)
+        return
     click.echo(rendered.yaml(), nl=False)
 
 
