@@ -18,9 +18,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from function.configdata.model import parse_configdata
 from function.errors import SackError
-from function.ocm.access import LOCAL_BLOB, OCI_ARTIFACT, localized_reference, normalize_access_type
-from function.ocm.access import parse_image_reference
+from function.ocm.access import (
+    LOCAL_BLOB,
+    OCI_ARTIFACT,
+    localized_reference,
+    normalize_access_type,
+    parse_image_reference,
+)
 from function.ocm.inventory import Resolution
 from function.ocm.model import TYPE_CONFIGDATA, ComponentVersion, Resource
 
@@ -101,8 +107,6 @@ def _value_text(value: Any) -> str:
 
 def configdata_report(data: bytes, name: str, files_of: Mapping[str, list[str]]) -> dict[str, Any]:
     """One ConfigData's rules grouped by file, each file with the deployables that contain it."""
-    from function.configdata.model import parse_configdata
-
     cd = parse_configdata(data, f"ConfigData (resource {name})")
     by_file: dict[str, list[dict[str, Any]]] = {}
     for i, rule in enumerate(cd.localization):

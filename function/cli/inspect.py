@@ -142,14 +142,10 @@ def _location(source: str, plain_http: bool) -> Any:
 
 
 async def _with_source(loc: Any, plain_http: bool, registry: str | None, work: Any) -> Any:
-    from function.ocm.location import open_source, parse_repository
+    from function.cli.mutate import mirror_for
+    from function.ocm.location import open_source
 
-    mirror = None
-    if registry:
-        reg = parse_repository(registry, plain_http=plain_http)
-        if reg.repository is None:
-            raise BadInput(f"--registry {registry}: must be an OCI registry address (host[:port][/base])")
-        mirror = reg.repository
+    mirror = mirror_for(registry, plain_http=plain_http)
     src = open_source(loc, registry_repository=mirror)
     try:
         return await work(src, loc)

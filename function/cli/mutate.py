@@ -121,17 +121,25 @@ def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
     return doc
 
 
+def mirror_for(registry: str | None, *, plain_http: bool = False) -> Any:
+    """The registry (``--registry HOST[/BASE]``) a local CTF/directory stands for, or None."""
+    from function.errors import ComponentError
+    from function.ocm.location import parse_repository
+
+    if not registry:
+        return None
+    reg = parse_repository(registry, plain_http=plain_http)
+    if reg.repository is None:
+        raise ComponentError(f"--registry {registry}", "must be an OCI registry address (host[:port][/base])")
+    return reg.repository
+
+
 def load_component(source: str, *, plain_http: bool = False, registry: str | None = None) -> Any:
     """SOURCE → ComponentVersion via the component-source modules (descriptor, dir, CTF, OCI)."""
-    from function.ocm.location import open_source, parse_location, parse_repository
+    from function.ocm.location import open_source, parse_location
 
     loc = parse_location(source, plain_http=plain_http)
-    mirror = None
-    if registry:
-        reg = parse_repository(registry, plain_http=plain_http)
-        if reg.repository is None:
-            raise Failure(f"--registry {registry}: must be an OCI registry address (host[:port][/base])")
-        mirror = reg.repository
+    mirror = mirror_for(registry, plain_http=plain_http)
     component, version = loc.component, loc.version
     src = open_source(loc, registry_repository=mirror)
 
