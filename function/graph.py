@@ -92,14 +92,24 @@ def mermaid(xr: Mapping[str, Any], resources: Iterable[Mapping[str, Any]]) -> st
         nodes.setdefault(ns, []).append(f'{node}["{_esc(kind)}<br/>{_esc(name)}"]:::{_class(kind)}')
 
     release = next((o for o in objs if o.get("kind") in FLUX_RELEASES), None)
-    release_id = where.get((str(release.get("kind")), str(_meta(release).get("namespace") or ""),
-                            str(_meta(release).get("name")))) if release else None
+    release_id = (
+        where.get(
+            (
+                str(release.get("kind")),
+                str(_meta(release).get("namespace") or ""),
+                str(_meta(release).get("name")),
+            )
+        )
+        if release
+        else None
+    )
     withheld = release is None and deploy.get("fluxKind") and deploy_ns
     if withheld:
         release_id = ids("n", "withheld-flux")
         nodes.setdefault(deploy_ns, []).append(
             f'{release_id}["{_esc(str(deploy["fluxKind"]))} and OCIRepository<br/>'
-            f'{_esc(str(deploy.get("fluxName", "")))}<br/>(withheld until the gate opens)"]:::withheld'
+            f"{_esc(str(deploy.get('fluxName', '')))}"
+            '<br/>(withheld until the gate opens)"]:::withheld'
         )
         namespaces.add(deploy_ns)
 
@@ -125,7 +135,13 @@ def mermaid(xr: Mapping[str, Any], resources: Iterable[Mapping[str, Any]]) -> st
         edge(release_id, where.get(("ServiceAccount", rns, str(sa))), "impersonates")
         ref = _spec(release).get("chartRef") or _spec(release).get("sourceRef") or {}
         what = "chart from" if release.get("kind") == "HelmRelease" else "manifests from"
-        edge(release_id, where.get((str(ref.get("kind")), str(ref.get("namespace") or rns), str(ref.get("name")))), what)
+        edge(
+            release_id,
+            where.get(
+                (str(ref.get("kind")), str(ref.get("namespace") or rns), str(ref.get("name")))
+            ),
+            what,
+        )
     for ns in workload_ns:
         edge(release_id, ids("w", ns), "deploys into" if ns == target else "may place objects in")
 
@@ -136,10 +152,22 @@ def mermaid(xr: Mapping[str, Any], resources: Iterable[Mapping[str, Any]]) -> st
         meta = _meta(o)
         rb = where.get(("RoleBinding", str(meta.get("namespace") or ""), str(meta.get("name"))))
         role = o.get("roleRef") or {}
-        edge(rb, where.get((str(role.get("kind")), str(meta.get("namespace") or ""), str(role.get("name")))), "grants")
+        edge(
+            rb,
+            where.get(
+                (str(role.get("kind")), str(meta.get("namespace") or ""), str(role.get("name")))
+            ),
+            "grants",
+        )
         for s in o.get("subjects") or []:
             if s.get("kind") == "ServiceAccount":
-                edge(rb, where.get(("ServiceAccount", str(s.get("namespace") or ""), str(s.get("name")))), "to")
+                edge(
+                    rb,
+                    where.get(
+                        ("ServiceAccount", str(s.get("namespace") or ""), str(s.get("name")))
+                    ),
+                    "to",
+                )
 
     # Secrets: store -> ExternalSecret -> the objects that read the Secret it writes.
     secrets: dict[tuple[str, str], str] = {}
@@ -154,19 +182,26 @@ def mermaid(xr: Mapping[str, Any], resources: Iterable[Mapping[str, Any]]) -> st
         secrets[(ns, str(tgt.get("name") or meta.get("name")))] = es
         store = spec.get("secretStoreRef") or {}
         sid = ids("store", f"{store.get('kind', 'SecretStore')}-{store.get('name')}")
-        label = f'{sid}[("{_esc(str(store.get("kind", "SecretStore")))}<br/>{_esc(str(store.get("name")))}")]:::external'
+        kind = _esc(str(store.get("kind", "SecretStore")))
+        label = f'{sid}[("{kind}<br/>{_esc(str(store.get("name")))}")]:::external'
         if label not in stores:
             stores.append(label)
         edge(sid, es, "remote keys")
         if ns != deploy_ns:
             pull = (tgt.get("template") or {}).get("type") == DOCKERCONFIG
-            edge(es, ids("w", ns), "imagePullSecret" if pull else f"Secret {tgt.get('name') or meta.get('name')}")
+            edge(
+                es,
+                ids("w", ns),
+                "imagePullSecret" if pull else f"Secret {tgt.get('name') or meta.get('name')}",
+            )
     for o in objs:
         meta, spec = _meta(o), _spec(o)
         ns = str(meta.get("namespace") or "")
         me = where.get((str(o.get("kind")), ns, str(meta.get("name"))))
         names = [c.get("name") for c in spec.get("ocmConfig") or [] if c.get("kind") == "Secret"]
-        names += [(spec.get("secretRef") or {}).get("name")] if o.get("kind") == "OCIRepository" else []
+        names += (
+            [(spec.get("secretRef") or {}).get("name")] if o.get("kind") == "OCIRepository" else []
+        )
         for n in names:
             edge(secrets.get((ns, str(n))), me, f"Secret {n}")
 
@@ -178,17 +213,37 @@ def mermaid(xr: Mapping[str, Any], resources: Iterable[Mapping[str, Any]]) -> st
         me = where.get((str(o.get("kind")), ns, str(meta.get("name"))))
         if o.get("kind") == "Component":
             component_id = me
-            edge(me, where.get(("Repository", ns, str((spec.get("repositoryRef") or {}).get("name")))), "repositoryRef")
-        if o.get("kind") == "Resource" and str(o.get("apiVersion", "")).startswith("delivery.ocm.software/"):
-            edge(me, where.get(("Component", ns, str((spec.get("componentRef") or {}).get("name")))), "componentRef")
+            edge(
+                me,
+                where.get(("Repository", ns, str((spec.get("repositoryRef") or {}).get("name")))),
+                "repositoryRef",
+            )
+        if o.get("kind") == "Resource" and str(o.get("apiVersion", "")).startswith(
+            "delivery.ocm.software/"
+        ):
+            edge(
+                me,
+                where.get(("Component", ns, str((spec.get("componentRef") or {}).get("name")))),
+                "componentRef",
+            )
     version = (status.get("component") or {}).get("version")
     gate = f"gate: Ready at {version}" if version else "gate: Ready"
     if component_id:
         for o in objs:
             if o.get("kind") in ("OCIRepository", *FLUX_RELEASES):
                 meta = _meta(o)
-                edge(component_id, where.get((str(o.get("kind")), str(meta.get("namespace") or ""),
-                                              str(meta.get("name")))), gate, "==>")
+                edge(
+                    component_id,
+                    where.get(
+                        (
+                            str(o.get("kind")),
+                            str(meta.get("namespace") or ""),
+                            str(meta.get("name")),
+                        )
+                    ),
+                    gate,
+                    "==>",
+                )
         if withheld:
             edge(component_id, release_id, gate, "==>")
 
@@ -204,7 +259,12 @@ def mermaid(xr: Mapping[str, Any], resources: Iterable[Mapping[str, Any]]) -> st
         by_id = where.get((str(by.get("kind")), by_ns, str(by_ref.get("name"))))
         if by_id is None and withheld and by.get("kind") == deploy.get("fluxKind"):
             by_id = release_id
-        edge(by_id, where.get((str(of.get("kind")), of_ns, str(of_ref.get("name")))), "deleted before", "-.->")
+        edge(
+            by_id,
+            where.get((str(of.get("kind")), of_ns, str(of_ref.get("name")))),
+            "deleted before",
+            "-.->",
+        )
 
     title = f"{xr.get('kind')} {_meta(xr).get('name')}"
     comp = status.get("component") or {}
@@ -250,7 +310,9 @@ def _class(kind: str) -> str:
 
 
 def _order(namespaces: set[str], deploy_ns: str | None) -> list[str]:
-    return ([deploy_ns] if deploy_ns in namespaces else []) + sorted(n for n in namespaces if n != deploy_ns)
+    return ([deploy_ns] if deploy_ns in namespaces else []) + sorted(
+        n for n in namespaces if n != deploy_ns
+    )
 
 
 __all__ = ["mermaid"]

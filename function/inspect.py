@@ -48,7 +48,9 @@ def access_text(resource: Resource) -> str:
             ref = ga.get("imageReference") or ga.get("ref") or ""
             text += f", globalAccess {ga.get('type')} {ref}".rstrip()
         return text
-    rest = ", ".join(f"{k}={v}" for k, v in sorted(a.items()) if k != "type" and isinstance(v, (str, int)))
+    rest = ", ".join(
+        f"{k}={v}" for k, v in sorted(a.items()) if k != "type" and isinstance(v, str | int)
+    )
     return f"{raw} {rest}".strip()
 
 
@@ -74,7 +76,8 @@ def pinning(cv: ComponentVersion, resource: Resource) -> dict[str, Any]:
         }
         if raw.scheme:
             out["note"] = (
-                f"the {raw.scheme}:// of the access is dropped from the reference: it only says how to talk to "
+                f"the {raw.scheme}:// of the access is dropped from the reference: it only says "
+                "how to talk to "
                 "the registry"
             )
         return out
@@ -90,14 +93,21 @@ def pinning(cv: ComponentVersion, resource: Resource) -> dict[str, Any]:
             except SackError:
                 pass
         return out
-    return {"pinned": False, "by": f"access type {resource.access.get('type')!r} is not one the function reads"}
+    return {
+        "pinned": False,
+        "by": f"access type {resource.access.get('type')!r} is not one the function reads",
+    }
 
 
 def _digest(resource: Resource) -> dict[str, str] | None:
     d = resource.digest
     if d is None:
         return None
-    return {"hashAlgorithm": d.hash_algorithm, "normalisationAlgorithm": d.normalisation_algorithm, "value": d.value}
+    return {
+        "hashAlgorithm": d.hash_algorithm,
+        "normalisationAlgorithm": d.normalisation_algorithm,
+        "value": d.value,
+    }
 
 
 def _value_text(value: Any) -> str:
@@ -113,16 +123,28 @@ def configdata_report(data: bytes, name: str, files_of: Mapping[str, list[str]])
         res = rule.resource.name if rule.resource else None
         for field, path in rule.targets():
             by_file.setdefault(rule.file, []).append(
-                {"rule": f"localization[{i}].{field}", "path": path, "from": f"resource {res} ({field})"}
+                {
+                    "rule": f"localization[{i}].{field}",
+                    "path": path,
+                    "from": f"resource {res} ({field})",
+                }
             )
         if rule.mapping is not None:
             by_file.setdefault(rule.file, []).append(
-                {"rule": f"localization[{i}]", "path": rule.mapping.path, "from": "CUE mapping (unsupported)"}
+                {
+                    "rule": f"localization[{i}]",
+                    "path": rule.mapping.path,
+                    "from": "CUE mapping (unsupported)",
+                }
             )
     conf = cd.configuration
     for i, rule in enumerate(conf.rules if conf else []):
         by_file.setdefault(rule.file, []).append(
-            {"rule": f"configuration.rules[{i}]", "path": rule.path, "value": _value_text(rule.value)}
+            {
+                "rule": f"configuration.rules[{i}]",
+                "path": rule.path,
+                "value": _value_text(rule.value),
+            }
         )
     files = []
     for file in sorted(by_file):
@@ -155,7 +177,8 @@ def report(
     deployable_files: Mapping[str, list[str] | str],
 ) -> dict[str, Any]:
     """The whole inspection. ``configdata``/``deployable_files`` map a resource name to its
-    content, or to the one-line reason it could not be read (shown, never fatal)."""
+    content, or to the one-line reason it could not be read (shown, never fatal).
+    """
     resources = []
     for r in cv.descriptor.resources:
         entry: dict[str, Any] = {
@@ -202,7 +225,8 @@ def report(
 def format_text(rep: Mapping[str, Any]) -> str:
     """The report as aligned text for a terminal (stable: same input, same bytes)."""
     lines = [
-        f"component   {rep['component']}" + (f" (provider {rep['provider']})" if rep.get("provider") else ""),
+        f"component   {rep['component']}"
+        + (f" (provider {rep['provider']})" if rep.get("provider") else ""),
         f"source      {rep['source']}",
         f"versions    {', '.join(rep['versions'])}",
         f"version     {rep['version']} ({_how(rep['resolvedBy'])})",
@@ -216,7 +240,9 @@ def format_text(rep: Mapping[str, Any]) -> str:
         lines.append(f"    access     {r['access']}")
         d = r.get("digest")
         lines.append(
-            f"    digest     {d['hashAlgorithm']} {d['normalisationAlgorithm']} {d['value']}" if d else "    digest     none"
+            f"    digest     {d['hashAlgorithm']} {d['normalisationAlgorithm']} {d['value']}"
+            if d
+            else "    digest     none"
         )
         lines.append(f"    pinned     {'yes' if r['pinned'] else 'NO'}: {r['by']}")
         if r.get("reference"):
@@ -238,7 +264,11 @@ def format_text(rep: Mapping[str, Any]) -> str:
             only = " (no others: additionalProperties false)" if cd.get("onlySchemaValues") else ""
             lines.append(f"  values a claim can set{only}:")
             for v in cd["values"]:
-                bits = [v["type"] if isinstance(v.get("type"), str) else json.dumps(v["type"])] if "type" in v else []
+                bits = (
+                    [v["type"] if isinstance(v.get("type"), str) else json.dumps(v["type"])]
+                    if "type" in v
+                    else []
+                )
                 if "default" in v:
                     bits.append(f"default {v['default']}")
                 lines.append(f"    {v['name']}" + (f"  ({', '.join(bits)})" if bits else ""))
@@ -263,4 +293,11 @@ def configdata_resources(cv: ComponentVersion) -> list[Resource]:
     return [r for r in cv.descriptor.resources if r.type == TYPE_CONFIGDATA]
 
 
-__all__ = ["access_text", "configdata_report", "configdata_resources", "format_text", "pinning", "report"]
+__all__ = [
+    "access_text",
+    "configdata_report",
+    "configdata_resources",
+    "format_text",
+    "pinning",
+    "report",
+]

@@ -48,14 +48,30 @@ def test_usage_errors_exit_2(args):
     "args, fragment",
     [
         (["render", "nope.yaml"], "XR_OR_CLAIM.yaml nope.yaml: does not exist"),
-        (["render", "examples/xr.yaml", "--composition", "nope.yaml"], "--composition nope.yaml: does not exist"),
+        (
+            ["render", "examples/xr.yaml", "--composition", "nope.yaml"],
+            "--composition nope.yaml: does not exist",
+        ),
         (["render", "examples/xr.yaml", "--observed", "nope"], "--observed nope: does not exist"),
         (["render", "examples"], "XR_OR_CLAIM.yaml examples: is a directory"),
         (["xrd", "--policy", "nope.yaml"], "--policy nope.yaml: does not exist"),
         (["inspect", "./nope"], "does not exist"),
-        (["configure", "--config-data", "nope.yaml", *VALUES, "x.yaml"], "--config-data nope.yaml: no such file"),
-        (["localize", *CD, "--component", "./nope", "--root", str(BACKEND), "manifests/deploy.yaml"],
-         "nope does not exist"),
+        (
+            ["configure", "--config-data", "nope.yaml", *VALUES, "x.yaml"],
+            "--config-data nope.yaml: no such file",
+        ),
+        (
+            [
+                "localize",
+                *CD,
+                "--component",
+                "./nope",
+                "--root",
+                str(BACKEND),
+                "manifests/deploy.yaml",
+            ],
+            "nope does not exist",
+        ),
     ],
 )
 def test_a_missing_file_is_bad_input_exit_1(args, fragment, monkeypatch):
@@ -88,7 +104,12 @@ def test_help_documents_the_contract(command):
 def test_the_installed_script_keeps_the_contract(tmp_path):
     """The same through the console script, as a CI job calls it."""
     sack8s = Path(sys.executable).with_name("sack8s")
-    assert subprocess.run([str(sack8s), "render", str(tmp_path / "missing.yaml")], capture_output=True).returncode == 1
+    assert (
+        subprocess.run(
+            [str(sack8s), "render", str(tmp_path / "missing.yaml")], capture_output=True
+        ).returncode
+        == 1
+    )
     assert subprocess.run([str(sack8s), "render", "--bogus"], capture_output=True).returncode == 2
     assert subprocess.run([str(sack8s), "xrd"], capture_output=True).returncode == 0
 
@@ -96,18 +117,45 @@ def test_the_installed_script_keeps_the_contract(tmp_path):
 def test_as_errors_name_the_file_read_and_the_as_name(tmp_path):
     broken = tmp_path / "rendered.yaml"
     broken.write_text("spec: [unclosed\n")
-    r = run("configure", *CD, *VALUES, "--root", str(BACKEND), "--as", "manifests/deploy.yaml", str(broken))
+    r = run(
+        "configure",
+        *CD,
+        *VALUES,
+        "--root",
+        str(BACKEND),
+        "--as",
+        "manifests/deploy.yaml",
+        str(broken),
+    )
     assert r.exit_code == 1
     (line,) = r.stderr.strip().splitlines()
-    assert "manifests/deploy.yaml" in line and f"FILE {broken}, read as --as manifests/deploy.yaml" in line
-    r = CliRunner().invoke(main, ["configure", *CD, *VALUES, "--as", "manifests/deploy.yaml", "-"],
-                           input="spec: [unclosed\n")
+    assert (
+        "manifests/deploy.yaml" in line
+        and f"FILE {broken}, read as --as manifests/deploy.yaml" in line
+    )
+    r = CliRunner().invoke(
+        main,
+        ["configure", *CD, *VALUES, "--as", "manifests/deploy.yaml", "-"],
+        input="spec: [unclosed\n",
+    )
     assert r.exit_code == 1 and "(FILE stdin, read as --as manifests/deploy.yaml)" in r.stderr
     # a rule error on the file names both too
     (tmp_path / "list.yaml").write_text("- a\n")
-    r = run("configure", *CD, *VALUES, "--root", str(BACKEND), "--as", "manifests/deploy.yaml",
-            str(tmp_path / "list.yaml"))
-    assert r.exit_code == 1 and f"read as --as manifests/deploy.yaml" in r.stderr and "list.yaml" in r.stderr
+    r = run(
+        "configure",
+        *CD,
+        *VALUES,
+        "--root",
+        str(BACKEND),
+        "--as",
+        "manifests/deploy.yaml",
+        str(tmp_path / "list.yaml"),
+    )
+    assert (
+        r.exit_code == 1
+        and "read as --as manifests/deploy.yaml" in r.stderr
+        and "list.yaml" in r.stderr
+    )
 
 
 def test_http_image_reference_is_read_without_its_scheme(tmp_path):
@@ -115,9 +163,22 @@ def test_http_image_reference_is_read_without_its_scheme(tmp_path):
     how to reach the registry and is dropped from what the cluster pulls (docs/ocm-sources.md §2)."""
     out = tmp_path / "out"
     for resource in ("config", "manifests-gz"):
-        assert run("inspect", str(CTF), "--version", "6.2.0", "--extract", resource, "-o", str(out)).exit_code == 0
-    r = run("localize", "--config-data", str(out / "config.yaml"), "--component", f"{CTF}//acme.org/sack8s/podinfo:6.2.0",
-            "--root", str(out / "manifests-gz"), "deployment.yaml")
+        assert (
+            run(
+                "inspect", str(CTF), "--version", "6.2.0", "--extract", resource, "-o", str(out)
+            ).exit_code
+            == 0
+        )
+    r = run(
+        "localize",
+        "--config-data",
+        str(out / "config.yaml"),
+        "--component",
+        f"{CTF}//acme.org/sack8s/podinfo:6.2.0",
+        "--root",
+        str(out / "manifests-gz"),
+        "deployment.yaml",
+    )
     assert r.exit_code == 0, r.stderr
     assert "image: 127.0.0.1:5000/upstream/podinfo@sha256:11342fe5" in r.stdout
     assert "http://" not in r.stdout

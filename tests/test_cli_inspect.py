@@ -1,6 +1,5 @@
 """sack8s inspect, as a service team runs it: on the bundled CTF and on a real registry."""
 
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 from __future__ import annotations
 
 import hashlib
@@ -49,7 +48,10 @@ def test_bundled_ctf_text_report():
     assert "resources (5)" in out
     # every resource with version, type, access, digest and pinning
     assert "  chart  6.3.0  helmChart  (local)" in out
-    assert "    access     ociArtifact http://127.0.0.1:5000/upstream/podinfo:6.2.0@sha256:11342fe5" in out
+    assert (
+        "    access     ociArtifact http://127.0.0.1:5000/upstream/podinfo:6.2.0@sha256:11342fe5"
+        in out
+    )
     assert "    pinned     yes: by the reference's digest" in out
     assert "    pulls      127.0.0.1:5000/upstream/podinfo:6.2.0@sha256:11342fe5" in out
     assert f"    digest     SHA-256 genericBlobDigest/v1 {CONFIGDATA_DIGEST}" in out
@@ -58,7 +60,7 @@ def test_bundled_ctf_text_report():
     assert "ConfigData (resource config)" in out
     assert "  values.yaml  (in chart)" in out
     assert "  deployment.yaml  (in manifests, manifests-gz)" in out
-    block = out[out.index("  deployment.yaml  (in"):]
+    block = out[out.index("  deployment.yaml  (in") :]
     assert "configuration.rules[0]  spec.replicas" in block.split("\n  values.yaml")[0]
     assert "    replicas  (integer, default 1)" in out
 
@@ -75,7 +77,10 @@ def test_range_resolves_and_json_report():
     files = {f["file"]: f for f in rep["configData"][0]["files"]}
     assert files["values.yaml"]["in"] == ["chart"]
     assert files["configmap.yaml"]["in"] == ["manifests", "manifests-gz"]
-    assert [x["rule"] for x in files["values.yaml"]["rules"]] == ["localization[1].repository", "localization[1].tag"]
+    assert [x["rule"] for x in files["values.yaml"]["rules"]] == [
+        "localization[1].repository",
+        "localization[1].tag",
+    ]
     text = run("inspect", f"ctf::{CTF}//{COMPONENT}", "--version", ">=6.2 <6.3").stdout
     assert "version     6.2.0 (what constraint '>=6.2 <6.3' resolves to)" in text
 
@@ -104,7 +109,10 @@ def test_extract_chart_manifests_and_configdata(tmp_path):
     r = run("inspect", str(CTF), "--version", "6.2.0", "--extract", "chart", "-o", str(tmp_path))
     assert r.exit_code == 0, r.stderr
     assert sorted(Path(p).relative_to(tmp_path).as_posix() for p in r.stdout.split()) == [
-        "chart/Chart.yaml", "chart/templates/deployment.yaml", "chart/values.yaml"]
+        "chart/Chart.yaml",
+        "chart/templates/deployment.yaml",
+        "chart/values.yaml",
+    ]
     assert "image:" in (tmp_path / "chart" / "values.yaml").read_text()
 
     r = run("inspect", str(CTF), "--extract", "manifests-gz", "-o", str(tmp_path))
@@ -114,7 +122,9 @@ def test_extract_chart_manifests_and_configdata(tmp_path):
     r = run("inspect", str(CTF), "--extract", "config", "-o", str(tmp_path))
     assert r.exit_code == 0, r.stderr
     data = (tmp_path / "config.yaml").read_bytes()
-    assert hashlib.sha256(data).hexdigest() == CONFIGDATA_DIGEST  # the ConfigData file, byte for byte
+    assert (
+        hashlib.sha256(data).hexdigest() == CONFIGDATA_DIGEST
+    )  # the ConfigData file, byte for byte
     assert r.stdout.strip() == str(tmp_path / "config.yaml")
 
 
@@ -122,7 +132,10 @@ def test_extract_refuses_to_overwrite_and_images(tmp_path):
     assert run("inspect", str(CTF), "--extract", "config", "-o", str(tmp_path)).exit_code == 0
     line = error_line(run("inspect", str(CTF), "--extract", "config", "-o", str(tmp_path)))
     assert "config.yaml exists" in line and "--force" in line
-    assert run("inspect", str(CTF), "--extract", "config", "-o", str(tmp_path), "--force").exit_code == 0
+    assert (
+        run("inspect", str(CTF), "--extract", "config", "-o", str(tmp_path), "--force").exit_code
+        == 0
+    )
     line = error_line(run("inspect", str(CTF), "--extract", "image", "-o", str(tmp_path)))
     assert "is an OCI artifact, not a file" in line
     line = error_line(run("inspect", str(CTF), "--extract", "nope", "-o", str(tmp_path)))
@@ -148,7 +161,9 @@ def test_ctf_with_several_components_lists_them(tmp_path):
     ctf = tmp_path / "ctf"
     shutil.copytree(CTF, ctf)
     index = json.loads((ctf / "artifact-index.json").read_text())
-    index["artifacts"] += [dict(a, repository="component-descriptors/acme.org/other") for a in index["artifacts"]]
+    index["artifacts"] += [
+        dict(a, repository="component-descriptors/acme.org/other") for a in index["artifacts"]
+    ]
     (ctf / "artifact-index.json").write_text(json.dumps(index))
     line = error_line(run("inspect", str(ctf)))
     assert "name the component" in line and f"it holds: acme.org/other, {COMPONENT}" in line
@@ -174,7 +189,11 @@ def test_registry_versions_range_and_configdata(fixture_registry):
     assert rep["resolvedBy"] == "constraint '>=6.2 <7'"
     by_name = {r["name"]: r for r in rep["resources"]}
     assert by_name["chart"]["files"] == ["Chart.yaml", "templates/deployment.yaml", "values.yaml"]
-    assert {f["file"] for f in rep["configData"][0]["files"]} == {"configmap.yaml", "deployment.yaml", "values.yaml"}
+    assert {f["file"] for f in rep["configData"][0]["files"]} == {
+        "configmap.yaml",
+        "deployment.yaml",
+        "values.yaml",
+    }
     r = run("inspect", source, "--version", "6.2.0")
     assert r.exit_code == 0 and "version     6.2.0 (as given)" in r.stdout
 

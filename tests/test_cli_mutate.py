@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import need
 
 from function.cli import main
-from conftest import need
 
 DATA = Path(__file__).parent / "data" / "configdata"
 BACKEND = DATA / "backend"

@@ -21,7 +21,7 @@ def _read_by_code() -> set[str]:
 
 def test_readme_lists_every_environment_variable_the_code_reads():
     readme = (REPO / "README.md").read_text()
-    table = {m for m in re.findall(r"^\| `(SACK8S_[A-Z0-9_]+)` \|", readme, re.M)}
+    table = set(re.findall(r"^\| `(SACK8S_[A-Z0-9_]+)` \|", readme, re.M))
     missing = sorted(_read_by_code() - table)
     assert not missing, f"README's variable table lacks {missing}"
     assert {"SACK8S_ETCD", "SACK8S_HTPASSWD_BIN"} <= table
@@ -31,7 +31,9 @@ def test_readme_says_how_to_see_skip_reasons():
     readme = " ".join((REPO / "README.md").read_text().split())
     assert "The default pytest options include `-rs`" in readme
     addopts = (REPO / "pyproject.toml").read_text()
-    assert re.search(r'^addopts = ".*-rs.*"$', addopts, re.M), "the README's claim needs -rs in addopts"
+    assert re.search(r'^addopts = ".*-rs.*"$', addopts, re.M), (
+        "the README's claim needs -rs in addopts"
+    )
 
 
 def test_docs_name_no_machine_path():

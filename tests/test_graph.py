@@ -25,7 +25,9 @@ DOCS = [REPO / "README.md", REPO / "docs" / "graph.md"]
 BY_ID = {c.id: c for c in CASES}
 # marker name in the docs -> example case
 PICTURES = {"helm": "helm-observed", "kustomize": "kustomize-observed", "helm-gated": "helm"}
-MARKER = re.compile(r"(<!-- sack8s-graph: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /sack8s-graph -->)", re.S)
+MARKER = re.compile(
+    r"(<!-- sack8s-graph: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /sack8s-graph -->)", re.S
+)
 MERMAID = Path(os.environ.get("SACK8S_MERMAID", Path.home() / ".cache" / "sack8s" / "mermaid"))
 
 
@@ -35,7 +37,10 @@ def _at_repo(monkeypatch):
 
 
 def render(case_id: str, *extra: str):
-    args = [str(Path(a).relative_to(REPO)) if a.startswith(str(REPO)) else a for a in BY_ID[case_id].render_args()]
+    args = [
+        str(Path(a).relative_to(REPO)) if a.startswith(str(REPO)) else a
+        for a in BY_ID[case_id].render_args()
+    ]
     return CliRunner().invoke(main, [*args, *extra], catch_exceptions=False)
 
 
@@ -58,7 +63,9 @@ def test_embedded_pictures_match_the_render():
         assert names, f"{doc.name} embeds no sack8s-graph picture"
         assert set(names) <= set(PICTURES), names
         seen.update(names)
-        new = MARKER.sub(lambda m: m.group(1) + block(graph(PICTURES[m.group("name")])) + m.group(4), text)
+        new = MARKER.sub(
+            lambda m: m.group(1) + block(graph(PICTURES[m.group("name")])) + m.group(4), text
+        )
         if update:
             doc.write_text(new)
         else:
@@ -76,7 +83,9 @@ def test_graph_is_deterministic():
 def test_helm_graph_has_the_edges_a_reader_needs():
     g = graph("helm-observed")
     docs = list(yaml.safe_load_all(render("helm-observed").stdout))
-    assert g.startswith('---\ntitle: "SACK8sComponentVersion podinfo (acme.org/sack8s/podinfo 6.2.0)"\n---\nflowchart LR\n')
+    assert g.startswith(
+        '---\ntitle: "SACK8sComponentVersion podinfo (acme.org/sack8s/podinfo 6.2.0)"\n---\nflowchart LR\n'
+    )
     # grouped by namespace, every composed object but the Usages a node
     assert '  subgraph ns_sack8s_podinfo["Namespace sack8s-podinfo (deploy namespace)"]' in g
     assert '  subgraph ns_podinfo["Namespace podinfo (target namespace)"]' in g
@@ -89,7 +98,12 @@ def test_helm_graph_has_the_edges_a_reader_needs():
     assert 'n_rolebinding_podinfo -->|"grants"| n_role_podinfo' in g
     assert 'n_rolebinding_podinfo -->|"to"| n_serviceaccount_deployer' in g
     # which secret feeds which object
-    for consumer in ("n_flux_ocirepository", "n_ocm_repository", "n_ocm_component", "n_ocm_resource"):
+    for consumer in (
+        "n_flux_ocirepository",
+        "n_ocm_repository",
+        "n_ocm_component",
+        "n_ocm_resource",
+    ):
         assert f'n_externalsecret_repository -->|"Secret podinfo-repository"| {consumer}' in g
     assert 'n_externalsecret_pull_podinfo -->|"imagePullSecret"| w_podinfo' in g
     assert 'n_externalsecret_podinfo_podinfo_db -->|"Secret podinfo-db"| w_podinfo' in g
@@ -100,7 +114,9 @@ def test_helm_graph_has_the_edges_a_reader_needs():
     usages = [d for d in docs if d["kind"] == "Usage"]
     assert g.count('-.->|"deleted before"|') == len(usages) == 10
     assert 'n_flux_helmrelease -.->|"deleted before"| n_role_podinfo' in g
-    assert 'n_rolebinding_podinfo -.->|"deleted before"| ns_podinfo' in g  # the Namespace is the box
+    assert (
+        'n_rolebinding_podinfo -.->|"deleted before"| ns_podinfo' in g
+    )  # the Namespace is the box
 
 
 def test_gated_graph_shows_what_waits():
@@ -112,8 +128,12 @@ def test_gated_graph_shows_what_waits():
 
 def test_fatal_prints_no_graph(tmp_path):
     bad = tmp_path / "xr.yaml"
-    bad.write_text((REPO / "examples/xr.yaml").read_text().replace("name: chart", "name: no-such-resource"))
-    r = CliRunner().invoke(main, ["render", str(bad), "--composition", "examples/composition.yaml", "--graph"])
+    bad.write_text(
+        (REPO / "examples/xr.yaml").read_text().replace("name: chart", "name: no-such-resource")
+    )
+    r = CliRunner().invoke(
+        main, ["render", str(bad), "--composition", "examples/composition.yaml", "--graph"]
+    )
     assert r.exit_code == 1 and r.stdout == "" and "no-such-resource" in r.stderr
 
 
@@ -121,12 +141,22 @@ def test_fatal_prints_no_graph(tmp_path):
 def test_mermaid_accepts_every_example_graph(case_id, tmp_path):
     node = shutil.which("node")
     need(node is not None, "node not installed (the Mermaid parser runs on it)")
-    need((MERMAID / "node_modules" / "mermaid").is_dir() and (MERMAID / "node_modules" / "jsdom").is_dir(),
-         f"mermaid and jsdom not installed under {MERMAID} (set SACK8S_MERMAID; .ci/run installs them)")
+    need(
+        (MERMAID / "node_modules" / "mermaid").is_dir()
+        and (MERMAID / "node_modules" / "jsdom").is_dir(),
+        f"mermaid and jsdom not installed under {MERMAID} (set SACK8S_MERMAID; .ci/run installs them)",
+    )
     script = MERMAID / "sack8s-parse.mjs"
     shutil.copy(REPO / "tests" / "support" / "mermaid_parse.mjs", script)
-    done = subprocess.run([node, str(script)], input=graph(case_id), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [node, str(script)], input=graph(case_id), capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert '"diagramType":"flowchart-v2"' in done.stdout
     broken = graph(case_id).replace("-->|", "-->|[[", 1)  # the parser does refuse bad text
-    assert subprocess.run([node, str(script)], input=broken, capture_output=True, text=True, timeout=120).returncode == 1
+    assert (
+        subprocess.run(
+            [node, str(script)], input=broken, capture_output=True, text=True, timeout=120
+        ).returncode
+        == 1
+    )

@@ -14,9 +14,22 @@ from function.configdata.model import parse_configdata
 from function.configdata.unused import unused_values
 
 REPO = Path(__file__).resolve().parents[1]
-HELM = ["render", "examples/xr.yaml", "--composition", "examples/composition.yaml", "--observed", "examples/observed/helm"]
-KUSTOMIZE = ["render", "examples/xr-kustomize.yaml", "--composition", "examples/composition.yaml",
-             "--observed", "examples/observed/kustomize"]
+HELM = [
+    "render",
+    "examples/xr.yaml",
+    "--composition",
+    "examples/composition.yaml",
+    "--observed",
+    "examples/observed/helm",
+]
+KUSTOMIZE = [
+    "render",
+    "examples/xr-kustomize.yaml",
+    "--composition",
+    "examples/composition.yaml",
+    "--observed",
+    "examples/observed/kustomize",
+]
 BACKEND = REPO / "tests" / "data" / "configdata" / "backend"
 
 
@@ -34,14 +47,21 @@ def results(stderr: str, reason: str) -> list[str]:
 
 
 def xr_status(stdout: str) -> dict:
-    return next(d for d in yaml.safe_load_all(stdout) if d["kind"] == "SACK8sComponentVersion")["status"]
+    return next(d for d in yaml.safe_load_all(stdout) if d["kind"] == "SACK8sComponentVersion")[
+        "status"
+    ]
 
 
 def test_helm_example_reports_the_values_that_land_nowhere():
     r = run(*HELM)
     assert r.exit_code == 0, r.stderr
-    (warning,) = results(r.stderr, "UnusedValues")  # one entry of its own, apart from ConfigDataWarning
-    assert "spec.values: 2 value(s) reach no configuration rule of ConfigData (resource config)" in warning
+    (warning,) = results(
+        r.stderr, "UnusedValues"
+    )  # one entry of its own, apart from ConfigDataWarning
+    assert (
+        "spec.values: 2 value(s) reach no configuration rule of ConfigData (resource config)"
+        in warning
+    )
     assert "for the chart" in warning and ": message, replicas" in warning
     status = xr_status(r.stdout)["configData"]
     assert status["unusedValues"] == ["message", "replicas"]
@@ -72,16 +92,27 @@ def test_policy_makes_unused_values_fatal(tmp_path):
 def test_configure_and_mutate_warn_about_values_no_rule_reads(tmp_path):
     (tmp_path / "cd.yaml").write_text(CD)
     (tmp_path / "a.yaml").write_text("spec:\n  replicas: 1\n")
-    (tmp_path / "values.yaml").write_text("replicas: 2\nreplcias: 3\nextra:\n  nested: true\nhosts: [a]\n"
-                                          "image: {name: x}\nconfig: {}\n")
-    args = ["--config-data", str(tmp_path / "cd.yaml"), "--values", str(tmp_path / "values.yaml"),
-            "--root", str(tmp_path), "a.yaml"]
+    (tmp_path / "values.yaml").write_text(
+        "replicas: 2\nreplcias: 3\nextra:\n  nested: true\nhosts: [a]\n"
+        "image: {name: x}\nconfig: {}\n"
+    )
+    args = [
+        "--config-data",
+        str(tmp_path / "cd.yaml"),
+        "--values",
+        str(tmp_path / "values.yaml"),
+        "--root",
+        str(tmp_path),
+        "a.yaml",
+    ]
     r = run("configure", *args)
     assert r.exit_code == 0, r.stderr
     assert "replicas: 2" in r.stdout
     # hosts is read by a rule on b.yaml: the CLI counts every file's rules, so it is not unused
     (line,) = [x for x in r.stderr.splitlines() if "reach no configuration rule" in x]
-    assert line.startswith("sack8s: warning: 2 value(s)") and line.endswith(": extra.nested, replcias")
+    assert line.startswith("sack8s: warning: 2 value(s)") and line.endswith(
+        ": extra.nested, replcias"
+    )
     (tmp_path / "values.yaml").write_text("replicas: 2\nhosts: [a]\nimage: {name: x}\nconfig: {}\n")
     r = run("configure", *args)
     assert r.exit_code == 0 and "reach no configuration rule" not in r.stderr
@@ -104,10 +135,18 @@ configuration:
     [
         ({"replicas": 2}, None, ()),
         ({"replicas": 2, "replcias": 3}, None, ("replcias",)),
-        ({"image": {"name": "x", "tag": "1"}}, None, ("image.tag",)),  # a sibling of a consumed value
+        (
+            {"image": {"name": "x", "tag": "1"}},
+            None,
+            ("image.tag",),
+        ),  # a sibling of a consumed value
         ({"hosts": ["a", "b"]}, None, ()),  # (( hosts.0 )) reads into the list
         ({"config": {"deep": {"er": 1}}}, None, ()),  # (( config )) takes the whole map
-        ({"replicas": 2, "hosts": ["a"]}, ["a.yaml"], ("hosts",)),  # rules on b.yaml are not applied
+        (
+            {"replicas": 2, "hosts": ["a"]},
+            ["a.yaml"],
+            ("hosts",),
+        ),  # rules on b.yaml are not applied
         ({"empty": {}, "a.b": 1}, None, ('["a.b"]', "empty")),  # paths in the rules' own syntax
         ({}, None, ()),
     ],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from function.__version__ import __version__
+from function.cli import inspect, mutate, render, serve, xrd
 from function.cli.exits import EPILOG
 
 
@@ -20,12 +21,6 @@ def main() -> None:
     """SACK8sComponentVersion composition function and ConfigData tools."""
 
 
-def _register() -> None:
-    from function.cli import inspect, mutate, render, serve, xrd
-
-    for module in (serve, render, xrd, mutate, inspect):
-        for command in module.COMMANDS:
-            main.add_command(command)
-
-
-_register()
+for _module in (serve, render, xrd, mutate, inspect):
+    for _command in _module.COMMANDS:
+        main.add_command(_command)

@@ -26,7 +26,8 @@ EXIT_USAGE = 2
 
 EPILOG = (
     "Exit status: 0 success; 1 bad input (a missing or invalid file, a refused ConfigData, claim, "
-    "policy or component, a Fatal result); 2 usage (unknown option, missing required option or argument)."
+    "policy or component, a Fatal result); 2 usage (unknown option, missing required option or "
+    "argument)."
 )
 
 
@@ -39,13 +40,14 @@ class BadInput(click.ClickException):
 
     exit_code = EXIT_BAD_INPUT
 
-    def show(self, file: IO[Any] | None = None) -> None:
+    def show(self, file: IO[Any] | None = None) -> None:  # noqa: ARG002 - always stderr
         click.echo(f"sack8s: error: {one_line(self.format_message())}", err=True)
 
 
 class InputPath(click.Path):
     """``click.Path`` whose refusals (no such file, a directory where a file is wanted) are
-    bad input (status 1), not usage errors (status 2)."""
+    bad input (status 1), not usage errors (status 2).
+    """
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
@@ -63,5 +65,5 @@ def _reason(message: str, value: object) -> str:
     text = one_line(text).rstrip(".")
     for head in ("File ", "Directory ", "Path "):
         if text.startswith(head):
-            text = text[len(head):]
+            text = text[len(head) :]
     return text.strip() or one_line(message)

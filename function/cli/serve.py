@@ -8,9 +8,9 @@ import click
 from crossplane.function import cli as sdkcli
 
 from function import metrics
+from function.cache import DEFAULT_MEMO_BYTES, Cache, Memos
 from function.cli.exits import EPILOG
 from function.fn import FunctionRunner
-from function.ocm.cache import Cache
 from function.sources import SourceFactory
 
 
@@ -22,7 +22,8 @@ from function.sources import SourceFactory
     default=60.0,
     show_default=True,
     envvar="SACK8S_TAG_TTL",
-    help="Seconds a registry tag list (and tag→digest) stays cached; a version range is re-resolved after it.",
+    help="Seconds a registry tag list (and tag→digest) stays cached; a version range is "
+    "re-resolved after it.",
 )
 @click.option(
     "--cache-bytes",
@@ -33,12 +34,23 @@ from function.sources import SourceFactory
     help="Memory cap of the digest-keyed cache (descriptors, manifests, blobs).",
 )
 @click.option(
+    "--memo-bytes",
+    type=int,
+    default=DEFAULT_MEMO_BYTES,
+    show_default=True,
+    envvar="SACK8S_MEMO_BYTES",
+    help="Memory cap of the content-keyed memos (parsed ConfigData and files, Flux mutations).",
+)
+@click.option(
     "--metrics-address",
     default=None,
     envvar=metrics.ENV_ADDRESS,
-    help="Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9090). Off by default.",
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9090). Off by "
+    "default.",
 )
-def serve(tag_ttl: float, cache_bytes: int, metrics_address: str | None, **kwargs: object) -> None:
+def serve(
+    tag_ttl: float, cache_bytes: int, memo_bytes: int, metrics_address: str | None, **kwargs: object
+) -> None:
     """Serve RunFunction over gRPC (--insecure, --tls-certs-dir, --address, --debug)."""
     if metrics_address:
         try:
@@ -46,7 +58,7 @@ def serve(tag_ttl: float, cache_bytes: int, metrics_address: str | None, **kwarg
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="--metrics-address") from None
     cache = Cache(ttl=tag_ttl, max_bytes=cache_bytes)
-    runner = FunctionRunner(sources=SourceFactory(cache=cache))
+    runner = FunctionRunner(sources=SourceFactory(cache=cache), memos=Memos(memo_bytes))
     if kwargs.get("debug"):
         stdlogging.getLogger("function").setLevel(stdlogging.DEBUG)
     if metrics_address:

@@ -1,4 +1,4 @@
-""""Did you mean": a rule path that creates a key next to a similar existing key.
+"""Suggestions ("did you mean") for a rule path that creates a key next to a similar existing key.
 
 Upstream (yq ``|=``) creates missing map keys, and so do we: a rule may legitimately add a
 key the file does not have yet. But a typo creates one too: ``spec.replcias`` silently adds
@@ -10,7 +10,8 @@ and a close one is reported (never refused: the rule stays valid).
 (insertions, deletions, substitutions, adjacent transpositions) of 1 when the shorter key has
 4 to 7 characters and of 2 from 8 characters on. Shorter keys match by case only: ``B`` next
 to ``A`` or ``env`` next to ``dev`` is no typo, ``replcias``/``replicas``,
-``imagePulPolicy``/``imagePullPolicy`` and ``Replicas``/``replicas`` are. Pure functions: callers pass the documents after the change, as lists and maps.
+``imagePulPolicy``/``imagePullPolicy`` and ``Replicas``/``replicas`` are. Pure functions:
+callers pass the documents after the change, as lists and maps.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class Suggestion:
         means = " or ".join(self.suggested)
         keys = ", ".join(repr(k) for k in self.similar)
         return (
-            f"{configdata} {self.rule} (file {self.file}): path {self.path} creates key {self.created!r} "
+            f"{configdata} {self.rule} (file {self.file}): path {self.path} creates key "
+            f"{self.created!r} "
             f"in document {self.document} next to existing {keys}: did you mean {means}? "
             "(a new key is allowed; fix the rule's path if it is a typo)"
         )
@@ -72,7 +74,7 @@ def edit_distance(a: str, b: str, limit: int = MAX_DISTANCE) -> int:
 
 
 def similar_keys(key: str, existing: Iterable[Any]) -> tuple[str, ...]:
-    """The keys of ``existing`` (string keys only) that ``key`` is probably a typo of, closest first."""
+    """The keys of ``existing`` (string keys only) ``key`` is probably a typo of, closest first."""
     scored: list[tuple[int, str]] = []
     for other in existing:
         if not isinstance(other, str) or other == key:
@@ -109,8 +111,10 @@ def suggestion_for(docs: list[Any], change: Change) -> Suggestion | None:
     if not similar:
         return None
     label = change.rule if change.sub.field == "path" else f"{change.rule}.{change.sub.field}"
-    suggested = tuple(format_path(steps[:first] + (k,) + steps[first + 1:]) for k in similar)
-    return Suggestion(label, change.sub.file, change.document, format_path(steps), key, similar, suggested)
+    suggested = tuple(format_path((*steps[:first], k, *steps[first + 1 :])) for k in similar)
+    return Suggestion(
+        label, change.sub.file, change.document, format_path(steps), key, similar, suggested
+    )
 
 
 def suggestions(docs: list[Any], changes: Iterable[Change]) -> tuple[Suggestion, ...]:

@@ -52,7 +52,10 @@ def consumed(cd: ConfigData, files: Collection[str] | None = None) -> frozenset[
     if conf is None:
         return frozenset()
     return frozenset(
-        ref for rule in conf.rules if files is None or rule.file in files for ref in references(rule.value)
+        ref
+        for rule in conf.rules
+        if files is None or rule.file in files
+        for ref in references(rule.value)
     )
 
 
@@ -60,7 +63,7 @@ def leaves(values: Any, prefix: Key = ()) -> Iterator[Key]:
     """Paths of the scalars, lists and empty maps in ``values``, in key order."""
     if isinstance(values, Mapping) and (values or not prefix):
         for k in values:
-            yield from leaves(values[k], prefix + (str(k),))
+            yield from leaves(values[k], (*prefix, str(k)))
     else:
         yield prefix
 

@@ -1,4 +1,4 @@
-"""What a component source holds, and which version a request means, with errors that say what exists.
+"""What a component source holds and which version a request means, in errors that say so.
 
 A service team's first question about a SOURCE is "what is in there?"; the second is "why does
 my string not work?". Both are answered from the same reads: the components a CTF or a
@@ -61,7 +61,9 @@ def need_component(source: ComponentSource, component: str | None, where: str) -
     held = held_components(source)
     if held is not None and len(held) == 1:
         return held[0]
-    raise ComponentError(where, f"name the component: SOURCE//NAME[:VERSION] ({describe_held(source)})")
+    raise ComponentError(
+        where, f"name the component: SOURCE//NAME[:VERSION] ({describe_held(source)})"
+    )
 
 
 def highest_first(versions: list[str]) -> tuple[str, ...]:
@@ -92,17 +94,22 @@ async def resolve_version(
     except ComponentError as e:
         held = held_components(source)
         if held is not None and component not in held:
-            raise ComponentError(f"component {component}", f"not found ({describe_held(source)})") from None
+            raise ComponentError(
+                f"component {component}", f"not found ({describe_held(source)})"
+            ) from None
         raise e from None
     if not versions:
         held = held_components(source)
         tail = describe_held(source) if held is not None else "no versions stored"
         raise ComponentError(f"component {component}", f"not found in {where} ({tail})")
-    shown = ", ".join(versions[:MAX_SHOWN]) + (f" and {len(versions) - MAX_SHOWN} more" if len(versions) > MAX_SHOWN else "")
+    shown = ", ".join(versions[:MAX_SHOWN]) + (
+        f" and {len(versions) - MAX_SHOWN} more" if len(versions) > MAX_SHOWN else ""
+    )
     if constraint is None or not constraint.strip():
         if default == "only" and len(versions) != 1:
             raise ComponentError(
-                f"component {component}", f"name the version (SOURCE//NAME:VERSION); versions there: {shown}"
+                f"component {component}",
+                f"name the version (SOURCE//NAME:VERSION); versions there: {shown}",
             )
         how = "the only version" if len(versions) == 1 else "the highest version"
         return Resolution(component, versions, versions[0], how)
@@ -132,7 +139,8 @@ async def get_version(
 ) -> ComponentVersion:
     """The component version a request means. An exact version is read directly (one read, no
     listing); only when it is not there are the versions listed, for the error or for the
-    other spelling (``v6.2.0`` for ``6.2.0``)."""
+    other spelling (``v6.2.0`` for ``6.2.0``).
+    """
     if constraint and (is_exact(constraint.strip()) or _TAG.fullmatch(constraint.strip())):
         try:
             return await source.get(component, constraint.strip().lstrip("=").strip())
@@ -140,7 +148,9 @@ async def get_version(
             raise
         except ComponentError as first:
             try:
-                res = await resolve_version(source, component, constraint, where=where, default=default)
+                res = await resolve_version(
+                    source, component, constraint, where=where, default=default
+                )
             except ComponentError as listing:
                 # Listing failed for another reason (unreachable): the read's error says more.
                 if isinstance(listing, SourceUnavailable) or "not found" not in listing.message:
@@ -151,4 +161,12 @@ async def get_version(
     return await source.get(component, res.version)
 
 
-__all__ = ["Resolution", "get_version", "describe_held", "held_components", "highest_first", "need_component", "resolve_version"]
+__all__ = [
+    "Resolution",
+    "describe_held",
+    "get_version",
+    "held_components",
+    "highest_first",
+    "need_component",
+    "resolve_version",
+]

@@ -45,7 +45,9 @@ def _swap(obj: Any, new: dict[str, tuple[str, int]]) -> Any:
     return obj
 
 
-def with_configdata(dest: Path, configdata: str, version: str = "6.2.0", resource: str = "config") -> Path:
+def with_configdata(
+    dest: Path, configdata: str, version: str = "6.2.0", resource: str = "config"
+) -> Path:
     """``dest``: a copy of the bundled CTF whose ``version`` ships ``configdata`` as ConfigData."""
     shutil.copytree(CTF, dest)
     index_file = dest / "artifact-index.json"
@@ -66,7 +68,9 @@ def with_configdata(dest: Path, configdata: str, version: str = "6.2.0", resourc
     new[old_desc] = _put(dest, json.dumps(descriptor, separators=(",", ":")).encode())
     old_cfg = manifest["config"]["digest"]
     new[old_cfg] = _put(dest, json.dumps(_swap(config, new), separators=(",", ":")).encode())
-    new[child["digest"]] = _put(dest, json.dumps(_swap(manifest, new), separators=(",", ":")).encode())
+    new[child["digest"]] = _put(
+        dest, json.dumps(_swap(manifest, new), separators=(",", ":")).encode()
+    )
     new_top = _put(dest, json.dumps(_swap(top, new), separators=(",", ":")).encode())
     entry["digest"] = new_top[0]
     index_file.write_text(json.dumps(index))
@@ -75,4 +79,6 @@ def with_configdata(dest: Path, configdata: str, version: str = "6.2.0", resourc
 
 def bundled_configdata() -> str:
     """The bundled component's ConfigData text (the same for both versions)."""
-    return (CTF / "blobs" / "sha256.29f6125ecdc4a1ed3635c8a12497221b3d5fc27e8b4d6a73231db6765d395051").read_text()
+    return (
+        CTF / "blobs" / "sha256.29f6125ecdc4a1ed3635c8a12497221b3d5fc27e8b4d6a73231db6765d395051"
+    ).read_text()
