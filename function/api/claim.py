@@ -254,6 +254,12 @@ class StatusConfigData(Model):
     resource: str | None = None
     substitutions: list[StatusSubstitution] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
+    unusedValues: list[str] = Field(
+        default_factory=list,
+        description="Paths of claim values that no configuration rule consumes for the deployed "
+        "resource: "
+        "they reach nothing.",
+    )
 
 
 class StatusBlocked(Model):

@@ -197,6 +197,15 @@ class SourcePolicy(Model):
     )
 
 
+class ConfigDataPolicy(Model):
+    unusedValues: Literal["Warning", "Fatal"] = Field(
+        default="Warning",
+        description="Claim values that no configuration rule of the ConfigData consumes for the "
+        "deployed resource (they land nowhere): a Warning listing them (and "
+        "status.configData.unusedValues), or a Fatal.",
+    )
+
+
 class Policy(Model):
     """Function input (sack8s.fn.crossplane.io/v1beta1 Policy)."""
 
@@ -212,3 +221,4 @@ class Policy(Model):
     flux: FluxPolicy = Field(default_factory=FluxPolicy)
     ocm: OcmPolicy = Field(default_factory=OcmPolicy)
     source: SourcePolicy = Field(default_factory=SourcePolicy)
+    configData: ConfigDataPolicy = Field(default_factory=ConfigDataPolicy)

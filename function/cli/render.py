@@ -11,8 +11,10 @@ from crossplane.function import logging as sdklogging
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from function.api.policy import MirrorPolicy
+from function.cli.exits import EPILOG, InputPath
 from function.errors import SackError
 from function.fn import FunctionRunner
+from function.graph import mermaid
 from function.render import RenderError, claim_to_xr, load_docs, our_step, render, step_credentials
 
 
@@ -23,17 +25,17 @@ def _one(path: str, what: str) -> dict:
     return docs[0]
 
 
-@click.command("render")
-@click.argument("xr_file", metavar="XR_OR_CLAIM.yaml", type=click.Path(exists=True, dir_okay=False))
+@click.command("render", epilog=EPILOG)
+@click.argument("xr_file", metavar="XR_OR_CLAIM.yaml", type=InputPath(exists=True, dir_okay=False))
 @click.option(
     "--composition",
-    type=click.Path(exists=True, dir_okay=False),
+    type=InputPath(exists=True, dir_okay=False),
     help="Composition whose pipeline step holds the function input.",
 )
 @click.option(
     "--input",
     "input_file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=InputPath(exists=True, dir_okay=False),
     help="The function input (Policy) itself.",
 )
 @click.option(
@@ -43,18 +45,18 @@ def _one(path: str, what: str) -> dict:
 @click.option(
     "--observed",
     multiple=True,
-    type=click.Path(exists=True),
+    type=InputPath(exists=True),
     help="Observed composed resources (file or directory).",
 )
 @click.option(
     "--required-resources",
     multiple=True,
-    type=click.Path(exists=True),
+    type=InputPath(exists=True),
     help="Objects the function may require (file or directory).",
 )
 @click.option(
     "--function-credentials",
-    type=click.Path(exists=True),
+    type=InputPath(exists=True),
     help="Secrets passed as the step's credentials.",
 )
 @click.option(
@@ -62,6 +64,11 @@ def _one(path: str, what: str) -> dict:
     default=True,
     show_default=True,
     help="Print Warning/Normal results to stderr.",
+)
+@click.option(
+    "--graph",
+    is_flag=True,
+    help="Print a Mermaid diagram of the composed objects instead of the YAML stream.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
 def render_cmd(
@@ -73,6 +80,7 @@ def render_cmd(
     required_resources,
     function_credentials,
     include_results,
+    graph,
     verbose,
 ) -> None:
     """Print the desired composed resources as a YAML stream (exit 1 with the Fatal message on
@@ -127,6 +135,9 @@ def render_cmd(
                 f"{r.message}",
                 err=True,
             )
+    if graph:
+        click.echo(mermaid(rendered.xr, rendered.resources), nl=False)
+        return
     click.echo(rendered.yaml(), nl=False)
 
 

@@ -11,11 +11,12 @@ from crossplane.function import runtime
 
 from function import metrics, server
 from function.cache import DEFAULT_MEMO_BYTES, DEFAULT_RESPONSE_BYTES, Cache, Memos, Responses
+from function.cli.exits import EPILOG
 from function.fn import FunctionRunner
 from function.sources import SourceFactory
 
 
-@click.command("serve")
+@click.command("serve", epilog=EPILOG)
 @sdkcli.standard_options
 @click.option(
     "--tag-ttl",

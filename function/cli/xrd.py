@@ -12,10 +12,12 @@ from function.api.xrd import (
     xrd_cluster,
     xrd_legacy_claims,
 )
+from function.cli.exits import EPILOG, BadInput, InputPath
+from function.errors import SackError
 from function.render import dump_yaml, load_docs
 
 
-@click.command("xrd")
+@click.command("xrd", epilog=EPILOG)
 @click.option(
     "--group", default=DEFAULT_GROUP, show_default=True, help="API group for the XR (ops' choice)."
 )
@@ -31,12 +33,21 @@ from function.render import dump_yaml, load_docs
 @click.option(
     "--policy",
     "policy_file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=InputPath(exists=True, dir_okay=False),
     help="Function input to size the rbac variant for.",
 )
 def xrd(group: str, variant: str, policy_file: str | None) -> None:
     """Print an XRD, the input CRD or Crossplane's ClusterRole as YAML."""
-    policy = parse_policy(load_docs([policy_file])[0]) if policy_file else None
+    try:
+        docs = load_docs([policy_file]) if policy_file else []
+        if policy_file and len(docs) != 1:
+            raise BadInput(
+                f"--policy {policy_file}: must hold exactly one function input, "
+                f"found {len(docs)} documents"
+            )
+        policy = parse_policy(docs[0]) if docs else None
+    except SackError as e:
+        raise BadInput(f"--policy {policy_file}: {e}") from None
     doc = {
         "cluster": lambda: xrd_cluster(group),
         "claims": lambda: xrd_legacy_claims(group),

@@ -138,6 +138,29 @@ def _mutation(
     )
 
 
+def unused_values_note(
+    policy: Policy, flavour: str, cd: Resource | None, mutation: FluxMutation
+) -> Note | None:
+    """One Warning listing the claim values no configuration rule consumes (its own reason,
+    so it is deduplicated apart from other warnings); a Fatal when the policy says so.
+    """
+    if not mutation.unused_values or cd is None:
+        return None
+    paths = ", ".join(mutation.unused_values)
+    what = "chart" if flavour == "helm" else "Kustomize directory"
+    message = (
+        f"{len(mutation.unused_values)} value(s) reach no configuration rule of ConfigData "
+        f"(resource {cd.name}) for the {what}, so they are not applied: {paths} "
+        "(status.configData.unusedValues; status.configData.skipped lists the rules for files "
+        "outside the deployed resource)"
+    )
+    if policy.configData.unusedValues == "Fatal":
+        raise InvalidClaim(
+            "spec.values", message + "; the policy (configData.unusedValues: Fatal) refuses this"
+        )
+    return Note("Warning", "UnusedValues", f"spec.values: {message}")
+
+
 def _gate_open(inp: CoreInput) -> tuple[bool, str]:
     if not (inp.policy.ocm.enabled and inp.policy.ocm.gate):
         return True, ""
@@ -194,6 +217,9 @@ def compose(inp: CoreInput) -> CoreOutput:
         desired.update(ocmobjects.build(ctx, cv, deployable))
 
     notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
+    unused = unused_values_note(policy, flavour, cd, mutation)
+    if unused is not None:
+        notes.append(unused)
     flux_objs = flux.build(ctx, src, mutation)
     gate_open, why = _gate_open(inp)
     already = any(k in inp.observed for k in flux_objs)
@@ -257,6 +283,7 @@ def compose(inp: CoreInput) -> CoreOutput:
                 for t in mutation.trace
             ],
             "skipped": list(mutation.skipped),
+            "unusedValues": list(mutation.unused_values),
         },
     }
     if blocked is not None:

@@ -26,6 +26,8 @@ from function.configdata.model import parse_configdata
 from function.configdata.paths import format_path
 from function.configdata.plain import plain
 from function.configdata.substitution import Change
+from function.configdata.suggestions import suggestion_for
+from function.configdata.unused import unused_values
 from function.configdata.yamlfile import YamlFile, apply, load_file
 from function.errors import SackError
 from function.ocm.access import ImageTable, image_table
@@ -56,6 +58,7 @@ class FluxMutation:
     trace: tuple[Trace, ...] = ()
     warnings: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()  # rules that address files outside this deployable, with why
+    unused_values: tuple[str, ...] = ()  # claim value paths no applied configuration rule consumes
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,7 @@ def _size(m: FluxMutation) -> int:
         + sum(300 + approx_size(t.value) + approx_size(t.old) + len(t.path) for t in m.trace)
         + approx_size(list(m.warnings))
         + approx_size(list(m.skipped))
+        + approx_size(list(m.unused_values))
     )
 
 
@@ -225,6 +229,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
     patches: list[Mapping[str, Any]] = []
     traces: list[Trace] = []
     skipped: list[str] = []
+    hints: list[str] = []
     what = "chart" if flavour == "helm" else "Kustomize directory"
 
     for sub in p.substitutions:
@@ -256,6 +261,9 @@ def _mutation(inp: MutationInput) -> FluxMutation:
             kustomize.check_change(change, doc, over)
             patches.append(kustomize.patch_for(change, doc))
         traces.append(_trace(change))
+        hint = suggestion_for(f.docs, change)
+        if hint is not None:
+            hints.append(hint.describe(configdata_name))
 
     # Planning warnings only matter for substitutions that this deployable applies.
     applied = {(t.rule, t.file, t.path) for t in traces}
@@ -264,6 +272,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
         for s in p.substitutions
         if s.warning and (s.rule, s.file, format_path(s.path.steps)) in applied
     ]
+    warnings.extend(hints)
     if p.substitutions and not traces:
         warnings.append(
             f"{configdata_name}: none of its {len(p.substitutions)} substitutions addresses a "
@@ -277,6 +286,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
         trace=tuple(traces),
         warnings=tuple(warnings),
         skipped=tuple(skipped),
+        unused_values=unused_values(cd, inp.values, files=files.keys()),
     )
 
 

@@ -111,6 +111,12 @@ class CtfSource:
                     )
                 data = index_path.read_bytes()
             except FileNotFoundError:
+                if not self.path.exists():
+                    raise ComponentError(self._where, f"{self.path} does not exist") from None
+                if not self.path.is_dir():
+                    raise ComponentError(
+                        self._where, f"{self.path} is a file, not a CTF directory"
+                    ) from None
                 raise ComponentError(self._where, f"is not a CTF: {INDEX_FILE} not found") from None
             except OSError as e:
                 raise ComponentError(
@@ -138,6 +144,13 @@ class CtfSource:
 
     # -- ComponentSource
 
+    def components(self) -> list[str]:
+        """The component names the CTF holds (every ``component-descriptors/<name>`` repository)."""
+        repos = {a.get("repository") for a in self._artifacts()}
+        return sorted(
+            r[len(REPO_PREFIX) :] for r in repos if isinstance(r, str) and r.startswith(REPO_PREFIX)
+        )
+
     async def list_versions(self, component: str) -> list[str]:
         repo = REPO_PREFIX + component
         tags = {a.get("tag") for a in self._artifacts() if a.get("repository") == repo}
@@ -151,7 +164,12 @@ class CtfSource:
         hits = [a for a in self._artifacts() if a.get("repository") == repo and a.get("tag") == tag]
         if not hits:
             available = await self.list_versions(component)
-            shown = ", ".join(available[-10:]) or "none"
+            if not available:
+                held = ", ".join(self.components()[:20]) or "none"
+                raise ComponentError(
+                    where, f"component not found in {self._where} (it holds: {held})"
+                )
+            shown = ", ".join(available[-10:])
             raise ComponentError(where, f"not found in {self._where} (versions there: {shown})")
         digests = {a.get("digest") for a in hits}
         if len(digests) != 1:

@@ -76,6 +76,10 @@ class DescriptorFileSource:
             self._cached = (descriptor, "sha256:" + hashlib.sha256(data).hexdigest())
         return self._cached
 
+    def components(self) -> list[str]:
+        """The one component the descriptor describes."""
+        return [self._load()[0].name]
+
     async def list_versions(self, component: str) -> list[str]:
         descriptor, _ = self._load()
         return [descriptor.version] if descriptor.name == component else []
