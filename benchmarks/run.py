@@ -61,6 +61,7 @@ except ImportError:  # not the project's virtualenv: re-run there
 
 sys.path.insert(0, str(HERE))
 
+import fleet  # noqa: E402
 import grpc  # noqa: E402
 import peers  # noqa: E402
 import workloads as wl  # noqa: E402
@@ -76,7 +77,9 @@ from function.cache import Cache  # noqa: E402
 from function.fn import FunctionRunner  # noqa: E402
 from function.sources import SourceFactory  # noqa: E402
 
-SERVERS = ("sack8s", "floor", "pythonic", "go-templating")
+SERVERS = ("sack8s", "sack8s-compute", "floor", "pythonic", "go-templating")
+#: sack8s with answer reuse off (--response-bytes 0): what a changed request costs.
+COMPUTE = "sack8s-compute"
 PROPOSED = "sack8s+fn-diff"  # a past variant's label, kept so older results files still plot
 PYTHONIC_VERSION = "0.6.3"
 STRICT = os.environ.get("SACK8S_STRICT") == "1"
@@ -348,7 +351,7 @@ async def prepare(name: str, size: wl.Size, host: str, ttl_probe: bool) -> Prepa
             for c in rsp.conditions
         ],
     }
-    requests = {"sack8s": sack, "floor": sack, PROPOSED: sack}
+    requests = {"sack8s": sack, COMPUTE: sack, "floor": sack, PROPOSED: sack}
     for server, inp in (("pythonic", peers.pythonic_input()), ("go-templating", peers.go_input())):
         r = fnv1.RunFunctionRequest()
         r.CopyFrom(req)
@@ -611,6 +614,94 @@ def plot(path: Path, results: dict[str, Any], scaling: dict[str, Any], caption: 
 # -- main -----------------------------------------------------------------------------------
 
 
+def unmeasured(details: dict[str, Any], phase: str, e: BaseException) -> None:
+    """A phase that could not be measured (a busy machine, a dead peer) is said, not fatal."""
+    if isinstance(e, grpc.RpcError):
+        code = e.code() if hasattr(e, "code") else "?"
+        what = f"gRPC {code}: {e.details() if hasattr(e, 'details') else e}"
+    else:
+        what = f"{type(e).__name__}: {e}"
+    details.setdefault("unmeasured", []).append({"phase": phase, "error": what})
+    loud(f"{phase}: could not be measured ({what}); the run goes on without it")
+
+
+def proc_rss_mb(pid: int) -> float:
+    return proc_mem(pid)["VmRSS"] / 2**20
+
+
+def run_fleets(
+    exe: dict[str, list[str]], host: str, quick: bool, details: dict[str, Any]
+) -> dict[str, Any]:
+    """Fleets of distinct claims against sack8s with answer reuse on and off."""
+    plan = (
+        [("medium", 50, 2), ("large", 10, 2)]
+        if quick
+        else [
+            ("medium", 1000, 3),
+            ("medium", 10000, 2),
+            ("large", 300, 2),
+        ]
+    )
+    bases = {n: fleet.push_versions(host, wl.SIZES[n]) for n in {n for n, _, _ in plan}}
+    out: dict[str, Any] = {}
+    for mode in ("sack8s", COMPUTE):
+        for name, claims, passes in plan:
+            label = f"{name} x{claims}"
+            mport = free_port()
+            srv = Server(mode, [*exe[mode], "--metrics-address", f"127.0.0.1:{mport}"])
+            try:
+                srv.start(REPO)
+                try:
+                    r = asyncio.run(
+                        fleet.run_fleet(
+                            srv.port,
+                            mport,
+                            srv.pid,
+                            proc_cpu,
+                            proc_rss_mb,
+                            wl.SIZES[name],
+                            host,
+                            bases[name],
+                            claims,
+                            passes,
+                        )
+                    )
+                finally:
+                    srv.stop()
+            except (grpc.RpcError, RuntimeError, OSError) as e:
+                unmeasured(details, f"fleet {mode} {label}", e)
+                continue
+            out.setdefault(mode, {})[label] = r.figures
+            by_pass = ", ".join(f"{c:.2f}" for c in r.figures["cpu_ms_per_request_by_pass"])
+            print(
+                f"  fleet {mode:14} {label:12} cpu {r.figures['cpu_ms_per_request']:8.2f} ms/req "
+                f"(passes {by_pass}), "
+                f"RSS {r.figures['rss_mb_end']:.0f} MB",
+                flush=True,
+            )
+    return out
+
+
+def print_fleets(fleets: dict[str, Any], results: dict[str, Any]) -> None:
+    print("\nfleets of distinct claims (round-robin, concurrency 8; last pass):")
+    for mode, by in fleets.items():
+        for label, f in by.items():
+            w = label.split()[0]
+            single = results.get(w, {}).get(mode, {}).get("cpu_ms_per_request")
+            floor = results.get(w, {}).get("floor", {}).get("cpu_ms_per_request")
+            ratio = f" = {f['cpu_ms_per_request'] / single:.2f}x the single claim" if single else ""
+            fl = f", {f['cpu_ms_per_request'] / floor:.2f}x the floor" if floor else ""
+            srv = f["server"]
+            hits = srv.get("sack8s_responses_reused_total", srv.get("sack8s_responses_reused", 0))
+            print(
+                f"  {mode:14} {label:12} {f['cpu_ms_per_request']:.2f} ms/req{ratio}{fl}; "
+                f"p50 {f['p50_ms']:.1f} ms, p99 {f['p99_ms']:.1f} ms; RSS by pass "
+                f"{', '.join(f'{x:.0f}' for x in f['rss_mb_by_pass'])} MB; "
+                f"answers reused {hits:.0f}; first reconcile "
+                f"{f['first_reconcile_cpu_ms_per_claim']:.1f} ms/claim"
+            )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a few iterations (smoke test)")
@@ -627,6 +718,12 @@ def main() -> int:
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--workloads", default="small,medium,large")
     ap.add_argument("--servers", default=",".join(SERVERS))
+    ap.add_argument(
+        "--fleet",
+        default=True,
+        action=argparse.BooleanOptionalAction,
+        help="also measure fleets of distinct claims (default on)",
+    )
     args = ap.parse_args()
     budget = QUICK if args.quick else FULL
     sdklogging.configure(sdklogging.Level.DISABLED)
@@ -643,6 +740,7 @@ def main() -> int:
     exe: dict[str, list[str]] = {
         "sack8s": [sack8s_bin(), "serve", "--insecure", "--address", "127.0.0.1:{port}"],
     }
+    exe[COMPUTE] = [*exe["sack8s"], "--response-bytes", "0"]
     skipped: dict[str, str] = {}
     if "pythonic" in servers:
         pb = pythonic_bin(args.quick)
@@ -708,11 +806,15 @@ def main() -> int:
                     "--address",
                     "127.0.0.1:{port}",
                 ]
-                srv = Server(s, argv).start(REPO)
                 try:
-                    results[n][s] = asyncio.run(measure_server(srv, p, budget))
-                finally:
-                    srv.stop()
+                    srv = Server(s, argv).start(REPO)
+                    try:
+                        results[n][s] = asyncio.run(measure_server(srv, p, budget))
+                    finally:
+                        srv.stop()
+                except (grpc.RpcError, RuntimeError, OSError) as e:
+                    unmeasured(details, f"{s} on {n}", e)
+                    continue
                 r = results[n][s]
                 print(
                     f"  {n:7} {s:14} cpu {r['cpu_ms_per_request']:8.2f} ms/req over "
@@ -762,13 +864,19 @@ def main() -> int:
         # memory: RSS after 1k vs 20k requests (medium)
         if "sack8s" in servers and "medium" in prepared:
             first, total = (100, 1000) if args.quick else (1000, 20000)
-            srv = Server("sack8s", exe["sack8s"]).start(REPO)
             try:
-                details["rss_growth"] = asyncio.run(
-                    rss_growth(srv, prepared["medium"].requests["sack8s"], first, total)
-                )
-            finally:
-                srv.stop()
+                srv = Server("sack8s", exe["sack8s"]).start(REPO)
+                try:
+                    details["rss_growth"] = asyncio.run(
+                        rss_growth(srv, prepared["medium"].requests["sack8s"], first, total)
+                    )
+                finally:
+                    srv.stop()
+            except (grpc.RpcError, RuntimeError, OSError) as e:
+                unmeasured(details, "memory growth", e)
+        # fleets: thousands of distinct claims, round-robin (benchmarks/fleet.py)
+        if args.fleet and "sack8s" in servers:
+            details["fleet"] = run_fleets(exe, reg.host, args.quick, details)
     finally:
         reg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -816,6 +924,10 @@ def main() -> int:
             f"requests, {g['rss_mb_b']:.1f} MB after {g['requests_b']} (growth "
             f"{g['growth_mb']:+.1f} MB)"
         )
+    if details.get("fleet"):
+        print_fleets(details["fleet"], results)
+    for u in details.get("unmeasured", []):
+        loud(f"NOT MEASURED: {u['phase']}: {u['error']}")
     elapsed = time.time() - started
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     caption = f"{cmd}  |  {machine()}  |  {when}  |  {elapsed:.0f} s"

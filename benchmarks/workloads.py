@@ -168,14 +168,17 @@ class Component:
     tgz: bytes
     configdata: bytes
     files: dict[str, str] = field(default_factory=dict)
+    version: str = VERSION
 
 
 def image_digest(i: int) -> str:
     return sha(f"benchmark image {i}".encode())
 
 
-def build_component(size: Size) -> Component:
+def build_component(size: Size, version: str = VERSION) -> Component:
     files = {f"deploy-{i}.yaml": _deployment(i) for i in range(size.images)}
+    if version != VERSION:  # another version of the same component: other manifest bytes
+        files["deploy-0.yaml"] += f"# {COMPONENT} {version}\n"
     files["kustomization.yaml"] = (
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
         + "".join(f"  - deploy-{i}.yaml\n" for i in range(size.images))
@@ -213,7 +216,7 @@ def build_component(size: Size) -> Component:
             "name": "manifests",
             "relation": "local",
             "type": "kustomize.ocm.fluxcd.io",
-            "version": VERSION,
+            "version": version,
         }
     )
     resources.append(
@@ -223,7 +226,7 @@ def build_component(size: Size) -> Component:
             "name": "config",
             "relation": "local",
             "type": "configdata.ocm.software",
-            "version": VERSION,
+            "version": version,
         }
     )
     desc = {
@@ -234,11 +237,13 @@ def build_component(size: Size) -> Component:
             "repositoryContexts": None,
             "resources": resources,
             "sources": None,
-            "version": VERSION,
+            "version": version,
         },
         "meta": {"schemaVersion": "v2"},
     }
-    return Component(size, json.dumps(desc, separators=(",", ":")).encode(), tgz, cd, files)
+    return Component(
+        size, json.dumps(desc, separators=(",", ":")).encode(), tgz, cd, files, version
+    )
 
 
 def base_of(size: Size) -> str:
@@ -304,7 +309,7 @@ def push(host: str, comp: Component, base: str) -> str:
     def art(name: str) -> dict[str, str]:
         return {
             "software.ocm.artifact": json.dumps(
-                [{"identity": {"name": name, "version": VERSION}, "kind": "resource"}],
+                [{"identity": {"name": name, "version": comp.version}, "kind": "resource"}],
                 separators=(",", ":"),
             )
         }
@@ -330,7 +335,7 @@ def push(host: str, comp: Component, base: str) -> str:
             },
         ],
         "annotations": {
-            "software.ocm.componentversion": f"{COMPONENT}:{VERSION}",
+            "software.ocm.componentversion": f"{COMPONENT}:{comp.version}",
             "software.ocm.creator": "sack8s benchmarks",
         },
     }
@@ -348,11 +353,11 @@ def push(host: str, comp: Component, base: str) -> str:
             }
         ],
         "annotations": {
-            "software.ocm.componentversion": f"{COMPONENT}:{VERSION}",
+            "software.ocm.componentversion": f"{COMPONENT}:{comp.version}",
             "software.ocm.creator": "sack8s benchmarks",
         },
     }
-    put_manifest(host, repo, VERSION, index, MT_INDEX)
+    put_manifest(host, repo, comp.version, index, MT_INDEX)
     return d_man
 
 

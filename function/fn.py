@@ -134,6 +134,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     def __post_init__(self) -> None:
         self.log = logging.get_logger()
         metrics.watch_cache(self.sources.cache)
+        metrics.watch_memos(self.memos)
         if self.sources.on_registry_get is None:
             self.sources.on_registry_get = metrics.observe_registry_get
         bridge_stdlib_logging()

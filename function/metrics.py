@@ -143,6 +143,37 @@ class _ResponsesCollector(Collector):
 
 REGISTRY.register(_ResponsesCollector())
 
+_memos: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def watch_memos(memos: Any) -> None:
+    """Expose ``memos.stats()`` (function.cache.Memos) per table through the metrics endpoint."""
+    _memos.add(memos)
+
+
+class _MemoCollector(Collector):
+    def collect(self):  # type: ignore[override]
+        tables: dict[str, dict[str, int]] = {}
+        for m in list(_memos):
+            for table, snap in m.stats().items():
+                agg = tables.setdefault(table, {})
+                for k, v in snap.items():
+                    agg[k] = agg.get(k, 0) + v
+        for name in ("hits", "misses", "evictions"):
+            fam = CounterMetricFamily(
+                f"sack8s_memo_{name}", f"Memos of pure steps: {name}.", labels=["table"]
+            )
+            for table, agg in sorted(tables.items()):
+                fam.add_metric([table], float(agg.get(name, 0)))
+            yield fam
+        size = GaugeMetricFamily("sack8s_memo_bytes", "Bytes held by the memos.", labels=["table"])
+        for table, agg in sorted(tables.items()):
+            size.add_metric([table], float(agg.get("bytes", 0)))
+        yield size
+
+
+REGISTRY.register(_MemoCollector())
+
 
 # -- registry latency ----------------------------------------------------------------------
 
