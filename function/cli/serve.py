@@ -6,6 +6,7 @@ import logging as stdlogging
 
 import click
 from crossplane.function import cli as sdkcli
+from crossplane.function import logging as sdklogging
 
 from function import metrics
 from function.fn import FunctionRunner
@@ -52,7 +53,13 @@ def serve(tag_ttl: float, cache_bytes: int, metrics_address: str | None, **kwarg
         metrics.start_server(metrics_address)
     # RunFunction adds structlog's merge_contextvars to the SDK's logging configuration on
     # its first call, so every line of a request carries the XR and claim (function/fn.py).
+    # The SDK logs nothing of its own: one line on start and one once SIGTERM has drained the
+    # in-flight requests, so a pod's log shows a clean stop (tests/test_image.py).
+    sdklogging.configure(sdklogging.Level.DEBUG if kwargs.get("debug") else sdklogging.Level.INFO)
+    log = sdklogging.get_logger()
+    log.info("serving", address=kwargs.get("address"), tls=bool(kwargs.get("tls_certs_dir")))
     sdkcli.run(runner, **kwargs)  # type: ignore[arg-type]
+    log.info("stopped", address=kwargs.get("address"))
 
 
 COMMANDS = [serve]
