@@ -58,14 +58,14 @@ step() {
 
 mkdir -p "$CACHE" "$(dirname "$TAR")"
 
-# -- 1. tools ---------------------------------------------------------------------------------
+# -- 1. tools --------------------------------------------------------------------------------------
 missing=()
 for tool in podman:podman buildah:buildah mmdebstrap:mmdebstrap skopeo:skopeo runc:runc; do
   command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
-    echo "hack/image.sh: install ${missing[*]} (Debian: apt-get install ${missing[*]}) or run as root" >&2
+    echo "hack/image.sh: install ${missing[*]} (Debian: apt-get install ...) or run as root" >&2
     exit 1
   fi
   log "installing from Debian: ${missing[*]}"
@@ -74,7 +74,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     -o DPkg::Lock::Timeout=300 "${missing[@]}"
 fi
 
-# -- 2. containers.conf -----------------------------------------------------------------------
+# -- 2. containers.conf ----------------------------------------------------------------------------
 cat >"$CACHE/containers.conf.new" <<'EOF'
 # Written by hack/image.sh. crun fails on cgroups v1 hybrid mode; podman's default ulimits
 # need CAP_SYS_RESOURCE, which this VM lacks.
@@ -87,7 +87,7 @@ EOF
 mv "$CACHE/containers.conf.new" "$CACHE/containers.conf"
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$CACHE/containers.conf}"
 
-# -- 3. the base --------------------------------------------------------------------------------
+# -- 3. the base -----------------------------------------------------------------------------------
 if [ -n "${SACK8S_BASE_IMAGE:-}" ]; then
   BASE="$SACK8S_BASE_IMAGE"
   log "base: $BASE (given)"
@@ -106,10 +106,13 @@ else
   # merged-/usr the way debootstrap makes it (symlinks + usr-is-merged), instead of the
   # usrmerge package, which drags perl (~55 MB) into the image.
   HOOKS=(/usr/share/mmdebstrap/hooks/merged-usr)
-  IMPORT_CHANGES=('ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' 'CMD ["python3"]')
+  IMPORT_CHANGES=(
+    'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+    'CMD ["python3"]'
+  )
   # The apt sources this machine uses (deb822 or one-line files); deb.debian.org without any.
   sources=()
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.{list,sources}; do
     [ -f "$f" ] && grep -qE '^[[:space:]]*(deb|Types:)' "$f" && sources+=("$f")
   done
   recipe="$(
@@ -143,14 +146,17 @@ else
   fi
   # Bases of older recipes are not needed any more (an image still using one keeps it).
   for old in "$CACHE"/base-*.tar; do
-    [ "$old" = "$rootfs" ] || [ ! -e "$old" ] || { log "removing stale $old"; rm -f "$old" "${old%.tar}.recipe"; }
+    [ "$old" = "$rootfs" ] || [ ! -e "$old" ] || {
+      log "removing stale $old"
+      rm -f "$old" "${old%.tar}.recipe"
+    }
   done
   for old in $(podman images --format '{{.Repository}}:{{.Tag}}' localhost/sack8s-base); do
     [ "$old" = "$BASE" ] || podman rmi "$old" >/dev/null 2>&1 || true
   done
 fi
 
-# -- 4. the image ---------------------------------------------------------------------------------
+# -- 4. the image ----------------------------------------------------------------------------------
 mounts=(-v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
 [ -f /etc/pip.conf ] && mounts+=(-v /etc/pip.conf:/etc/pip.conf:ro)
 # The build stage is tagged too (IMAGE-build:cache): it is the layer cache of the next run, and
@@ -161,7 +167,8 @@ replace() { # replace TAG PREVIOUS_ID: drop the image TAG pointed at before, if 
   now="$(podman image inspect --format '{{.Id}}' "$1")"
   if [ -n "$2" ] && [ "$2" != "$now" ]; then podman rmi "$2" >/dev/null 2>&1 || true; fi
 }
-build=(podman build --pull=never --network=host "${mounts[@]}" --build-arg PYTHON_IMAGE="$BASE" -f Dockerfile)
+build=(podman build --pull=never --network=host "${mounts[@]}" --build-arg PYTHON_IMAGE="$BASE"
+  -f Dockerfile)
 previous="$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 previous_stage="$(podman image inspect --format '{{.Id}}' "$CACHE_TAG" 2>/dev/null || true)"
 log "image: podman build $IMAGE from $BASE"
@@ -171,7 +178,7 @@ replace "$CACHE_TAG" "$previous_stage"
 replace "$IMAGE" "$previous"
 id="$(podman image inspect --format '{{.Id}}' "$IMAGE")"
 
-# -- 5. the docker-archive --------------------------------------------------------------------------
+# -- 5. the docker-archive -------------------------------------------------------------------------
 if [ -s "$TAR" ] && [ "$(cat "$TAR.id" 2>/dev/null)" = "$id" ]; then
   log "archive: $TAR (up to date)"
 else

@@ -13,7 +13,10 @@ import json
 import os
 from pathlib import Path
 
-INDEX_TYPES = ("application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json")
+INDEX_TYPES = (
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+)
 
 
 def push_ctf(ctf: Path, host: str, base: str, ca_file: Path) -> list[str]:
