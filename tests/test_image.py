@@ -5,8 +5,10 @@ Opt-in (marker ``image``, deselected from the default run): ``.ci/run`` builds t
 ``hack/image.sh`` and runs ``SACK8S_IMAGE=<name> pytest -m image tests/test_image.py``. Without
 podman or the image the tests skip with one line (under ``SACK8S_STRICT=1``: fail).
 
-Every container runs ``--read-only`` with no tmpfs, as user 65532:65532 with no capabilities
-and ``no-new-privileges``, on the host network listening on 127.0.0.1 only.
+Every container runs ``--read-only`` with no tmpfs, as user 65532:65532 (the image's) with no
+capabilities and ``no-new-privileges``, on the host network listening on 127.0.0.1 only; one
+runs exactly as Crossplane's function Deployment does (uid 2000, no arguments,
+``TLS_SERVER_CERTS_DIR``, port 9443 published on 127.0.0.1).
 
 * Crossplane's view: with mTLS (``--tls-certs-dir``; CA, server and client certificates made
   here by ``support/tlsca.py``), every example (``xr.yaml``, ``xr-kustomize.yaml`` with and
@@ -59,6 +61,7 @@ import pytest
 from conftest import STRICT, need, need_binary
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
+from hypothesis_profiles import example
 from support.oci_env import (
     fault_proxy,  # noqa: F401  (fixture)
     fixture_registry,  # noqa: F401  (fixture)
@@ -153,6 +156,12 @@ class Container:
     read_only: bool = True
     mounts: list[tuple[Path, str]] = field(default_factory=list)
     entrypoint: str | None = None
+    user: str = USER
+    env: dict[str, str] = field(default_factory=dict)
+    # False: host network, --address/--metrics-address on 127.0.0.1. True: as Crossplane's
+    # Deployment runs it, no arguments (the image's default 0.0.0.0:9443) in the container's own
+    # network namespace, 9443 published on 127.0.0.1 only.
+    published: bool = False
     port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
     name: str = field(default_factory=lambda: f"sack8s-test-{uuid.uuid4().hex[:10]}")
@@ -163,36 +172,24 @@ class Container:
         return f"127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
-        cmd = [
-            "run",
-            "--detach",
-            "--name",
-            self.name,
-            "--network",
-            "host",
-            "--user",
-            USER,
-            "--passwd=false",
-            "--cap-drop",
-            "all",
-            "--security-opt",
-            "no-new-privileges",
-        ]
+        cmd = ["run", "--detach", "--name", self.name, "--user", self.user, "--passwd=false"]
+        cmd += ["--cap-drop", "all", "--security-opt", "no-new-privileges"]
+        if self.published:
+            cmd += ["--publish", f"127.0.0.1:{self.port}:9443"]
+        else:
+            cmd += ["--network", "host"]
         if self.read_only:
             cmd += ["--read-only", "--read-only-tmpfs=false"]
         for host, inside in self.mounts:
             cmd += ["--volume", f"{host}:{inside}:ro"]
+        for key, value in self.env.items():
+            cmd += ["--env", f"{key}={value}"]
         if self.entrypoint:
             return [*cmd, "--entrypoint", self.entrypoint, IMAGE]
-        return [
-            *cmd,
-            IMAGE,
-            "--address",
-            self.address,
-            "--metrics-address",
-            f"127.0.0.1:{self.metrics_port}",
-            *self.args,
-        ]
+        if self.published:
+            return [*cmd, IMAGE, *self.args]
+        listen = ["--address", self.address, "--metrics-address", f"127.0.0.1:{self.metrics_port}"]
+        return [*cmd, IMAGE, *listen, *self.args]
 
     def run(self) -> Container:
         self.podman(*self.command())
@@ -545,6 +542,38 @@ def test_soak_against_the_container(containers, tmp_path: Path, proxy) -> None:
     c = containers(*SOAK_ARGS, mounts=[(ctf, str(ctf))]).run().wait_metrics()
     figures = soak(SOAK_REQUESTS, tmp_path, proxy, server=c)
     figure("soak_container", figures)
+
+
+# -- Crossplane's own Deployment -------------------------------------------------------------------
+
+
+def test_as_crossplanes_function_deployment_runs_it(containers, tls: Tls) -> None:
+    """Crossplane v2.2.4 (internal/controller/pkg/runtime) runs a function as uid/gid 2000 with
+    no arguments, the server certificate Secret mounted at /tls/server and named by
+    TLS_SERVER_CERTS_DIR, and dials port 9443. Here also read-only; the component comes from
+    the CTF mirror mounted at its absolute path (this network namespace has no registry)."""
+    ctf = EXAMPLES / "component" / "ctf"
+    c = containers(
+        user="2000:2000",
+        published=True,
+        env={"TLS_SERVER_CERTS_DIR": "/tls/server"},
+        mounts=[(tls.dir, "/tls/server"), (ctf, str(ctf))],
+    ).run()
+    xr, policy = example()
+    req = request(xr, policy, observed=True)
+    expected = answer(asyncio.run(FunctionRunner().RunFunction(req, None)))
+    assert expected["desired"]["resources"], expected["results"]
+    assert answer(asyncio.run(first_answer(c.address, tls.client, req))) == expected
+    assert c.stop() == 0
+    lines = [
+        json.loads(ln) for ln in c.podman("logs", c.name).stdout.splitlines() if ln.startswith("{")
+    ]
+    assert (lines[0]["msg"], lines[0]["address"], lines[0]["tls"]) == (
+        "serving",
+        "0.0.0.0:9443",
+        True,
+    )
+    assert lines[-1]["msg"] == "stopped"
 
 
 # -- cold start ------------------------------------------------------------------------------------
