@@ -4,21 +4,25 @@
 #
 #   hack/image.sh            # or: SACK8S_IMAGE=localhost/function-sack8s:dev hack/image.sh
 #
-# Steps (each is skipped when its result is already there, so a second run takes seconds):
+# Steps (each is skipped when its result is already there: cold about 2.5 min on 2 shared
+# cores, then seconds):
 #   1. tools: podman, buildah, mmdebstrap, skopeo, runc from Debian, when missing (needs root).
 #   2. containers.conf in the cache dir: runtime runc (crun refuses cgroups v1 hybrid mode) and
 #      default ulimits the VM can grant (no CAP_SYS_RESOURCE). Used through CONTAINERS_CONF
 #      unless you set CONTAINERS_CONF yourself; export it to run podman by hand or the tests.
 #   3. the base: Debian bookworm minbase + python3, python3-venv, ca-certificates, made by
-#      mmdebstrap from the apt sources this machine already uses and `podman import`ed as
-#      localhost/sack8s-base:<key>. <key> hashes the recipe (suite, variant, packages, dpkg
-#      options, the sources): change any of them and the base is rebuilt. The rootfs tarball is
-#      kept in the cache dir, so a wiped podman storage costs an import, not a bootstrap.
+#      mmdebstrap from the apt sources this machine already uses (merged /usr by mmdebstrap's
+#      hook instead of the usrmerge package and its perl; no docs, man pages or locales) and
+#      `podman import`ed as localhost/sack8s-base:<key>. <key> hashes the recipe (suite,
+#      variant, packages, dpkg options, hook, image config, the apt sources): change any of
+#      them and the base is rebuilt; so is a base older than SACK8S_BASE_MAX_AGE_DAYS. The
+#      rootfs tarball stays in the cache dir: a wiped podman storage costs an import only.
 #   4. the image: `podman build` of ./Dockerfile with PYTHON_IMAGE set to that base (the
 #      Dockerfile's default stays the official Python image pinned by digest, for everyone
-#      else). pip inside the build verifies TLS against this machine's CA bundle, so
-#      /etc/ssl/certs/ca-certificates.crt and /etc/pip.conf are mounted read-only into the
-#      build's RUN steps; they are not part of any layer (tests/test_image.py checks).
+#      else), on the host network, never pulling. pip inside the build verifies TLS against
+#      this machine's CA bundle, so /etc/ssl/certs/ca-certificates.crt and /etc/pip.conf are
+#      mounted read-only into the build's RUN steps; they are in no layer (tests/test_image.py).
+#      The build stage is kept as IMAGE-build:cache (the next run's layer cache).
 #   5. `podman save --format docker-archive` to $SACK8S_IMAGE_TAR (rewritten only when the
 #      image changed), for `crossplane xpkg build --embed-runtime-image-tarball` (docs/image.md).
 #
@@ -28,6 +32,7 @@
 #   SACK8S_IMAGE_CACHE   cache dir           [${XDG_CACHE_HOME:-~/.cache}/sack8s/image]
 #   SACK8S_IMAGE_BUDGET  seconds for the whole script; every step gets what is left [900]
 #   SACK8S_BASE_IMAGE    use this base instead of building one (e.g. the official image)
+#   SACK8S_BASE_MAX_AGE_DAYS  rebuild a cached base older than this (security updates) [7]
 # Last line on stdout: the image name, its ID and the tarball path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +41,7 @@ IMAGE="${SACK8S_IMAGE:-localhost/function-sack8s:dev}"
 TAR="${SACK8S_IMAGE_TAR:-dist/function-sack8s-image.tar}"
 CACHE="${SACK8S_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sack8s/image}"
 BUDGET="${SACK8S_IMAGE_BUDGET:-900}"
+MAX_AGE="${SACK8S_BASE_MAX_AGE_DAYS:-7}"
 deadline=$((SECONDS + BUDGET))
 
 log() { echo "[image.sh +${SECONDS}s] $*" >&2; }
@@ -57,6 +63,8 @@ step() {
 }
 
 mkdir -p "$CACHE" "$(dirname "$TAR")"
+exec 9>"$CACHE/lock" # one run at a time per cache (the base, the tags, the tarball)
+flock -w "$BUDGET" 9 || { log "another hack/image.sh kept $CACHE/lock for ${BUDGET}s"; exit 1; }
 
 # -- 1. tools --------------------------------------------------------------------------------------
 missing=()
@@ -125,6 +133,12 @@ else
   key="$(printf '%s' "$recipe" | sha256sum | cut -c1-16)"
   BASE="localhost/sack8s-base:$key"
   rootfs="$CACHE/base-$key.tar"
+  # Debian publishes security updates within a suite: a base older than the limit is rebuilt.
+  if [ -s "$rootfs" ] && [ -n "$(find "$rootfs" -mtime "+$MAX_AGE" 2>/dev/null)" ]; then
+    log "base: older than $MAX_AGE days, rebuilding"
+    rm -f "$rootfs"
+    podman rmi "$BASE" >/dev/null 2>&1 || true
+  fi
   if podman image exists "$BASE"; then
     log "base: $BASE (cached)"
   else
