@@ -230,9 +230,10 @@ def test_serve_debug_log_lines_all_name_the_claim(tmp_path: Path) -> None:
         start = len(server.output().splitlines())
         asyncio.run(drive(server.address, [("valid", request(claim("logged"), policy)), ("invalid", request(bad, policy))]))
         time.sleep(0.3)
+        output = server.output()  # the request lines; the server's own "stopped" line comes later
     finally:
         server.stop()
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", server.output())  # the debug renderer colours its output
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", output)  # the debug renderer colours its output
     lines = [ln for ln in plain.splitlines()[start:] if ln.strip()]
     assert len(lines) >= 3, lines
     for ln in lines:

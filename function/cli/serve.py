@@ -90,6 +90,8 @@ def serve(
     # our server (function/server.py), which answers identical requests from `responses`.
     # RunFunction adds structlog's merge_contextvars to that logging configuration on its
     # first call, so every line of a request carries the XR and claim (function/fn.py).
+    # The SDK logs nothing of its own: one line on start and one once SIGTERM has drained the
+    # in-flight requests, so a pod's log shows a clean stop (tests/test_image.py).
     sdklogging.configure(level=sdklogging.Level.DEBUG if debug else sdklogging.Level.INFO)
     send = max_send_message_size or max_recv_message_size
     options = [
@@ -97,7 +99,10 @@ def serve(
         ("grpc.max_send_message_length", send * 1024 * 1024),
     ]
     creds = runtime.load_credentials(tls_certs_dir) if tls_certs_dir else None
+    log = sdklogging.get_logger()
+    log.info("serving", address=address, tls=bool(tls_certs_dir) and not insecure)
     server.serve(runner, responses, address, creds=creds, insecure=insecure, options=options)
+    log.info("stopped", address=address)
 
 
 COMMANDS = [serve]
