@@ -152,7 +152,7 @@ def test_schema_violation_in_merged_values(tmp_path):
 def test_cue_config_data_is_refused():
     r = run("localize", "--config-data", str(DATA / "cue/config.yaml"), "--root", str(DATA / "cue"),
             "--component", str(BACKEND / "component-descriptor.yaml"), "deployment.yaml")
-    assert_one_line_error(r, "apiVersion is missing")
+    assert_one_line_error(r, "ConfigData localization[0] (file deployment.yaml): CUE 'mapping' rules are not supported")
 
 
 def test_cue_rule_is_refused(tmp_path):
@@ -165,11 +165,20 @@ def test_cue_rule_is_refused(tmp_path):
 
 def test_unsupported_spiff_expression(tmp_path):
     cd = tmp_path / "cd.yaml"
-    cd.write_text((BACKEND / "config.yaml").read_text().replace("(( replicas ))", "(( replicas + 1 ))"))
+    cd.write_text((BACKEND / "config.yaml").read_text().replace("(( replicas ))", "(( join(\", \", replicas) ))"))
     r = run("configure", "--config-data", str(cd), "--root", str(BACKEND), "--values", str(BACKEND / "values.yaml"),
             "manifests/deploy.yaml")
-    assert_one_line_error(r, "configuration.rules[0].value (file manifests/deploy.yaml)", "(( replicas + 1 ))",
+    assert_one_line_error(r, "configuration.rules[0].value (file manifests/deploy.yaml)", "(( join(", "function calls",
                           "not supported")
+
+
+def test_supported_spiff_arithmetic_through_the_cli(tmp_path):
+    cd = tmp_path / "cd.yaml"
+    cd.write_text((BACKEND / "config.yaml").read_text().replace("(( replicas ))", "(( replicas + 1 ))"))
+    r = run("configure", "-v", "--config-data", str(cd), "--root", str(BACKEND), "--values",
+            str(BACKEND / "values.yaml"), "manifests/deploy.yaml")
+    assert r.exit_code == 0, r.stderr
+    assert "spec.replicas: 1 -> 2" in r.stderr  # defaults replicas: 1, plus one
 
 
 def test_bad_path_names_rule_field_and_file(tmp_path):

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from function.configdata.configure import plan_configuration
+from function.configdata.configure import SchemaViolations, configure as configure_values
+from function.configdata.findings import Finding
 from function.configdata.localize import Locate, plan_localization
 from function.configdata.model import ConfigData
 from function.configdata.substitution import Change, Substitution
@@ -20,8 +21,22 @@ from function.ocm.model import ComponentVersion
 
 @dataclass(frozen=True)
 class Plan:
+    """``warnings``: localization warnings (each is also on its substitution). ``findings``:
+    what loading and configuration found, whichever files a deployable has; a substitution's
+    own ``warning`` matters only where it is applied. :meth:`all_findings` is both, for tools
+    that look at the ConfigData as a whole (``sack8s check``)."""
+
     substitutions: tuple[Substitution, ...]
     warnings: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
+
+    def all_findings(self) -> tuple[Finding, ...]:
+        subs = tuple(
+            Finding("Rule", s.warning, rule=f"{s.rule}.{s.field}" if s.field != "path" else s.rule,
+                    file=s.file, path=str(s.path))
+            for s in self.substitutions if s.warning
+        )
+        return self.findings + subs
 
 
 def plan(
@@ -33,10 +48,15 @@ def plan(
     configure: bool = True,
     locate: Locate | None = None,
     only_file: str | None = None,
+    schema_violations: SchemaViolations = "Fatal",
 ) -> Plan:
-    """Every substitution the ConfigData asks for, localization first (upstream order)."""
+    """Every substitution the ConfigData asks for, localization first (upstream order).
+
+    ``schema_violations="Warning"`` (the ops policy switch, the CLI flag) turns schema
+    violations of the values into findings instead of an error."""
     subs: list[Substitution] = []
     warnings: list[str] = []
+    findings: list[Finding] = list(cd.findings)
     if localize and cd.localization:
         if component is None:
             raise ValueError("localization needs a component")
@@ -44,8 +64,10 @@ def plan(
         subs.extend(loc.substitutions)
         warnings.extend(loc.warnings)
     if configure:
-        subs.extend(plan_configuration(cd, values))
-    return Plan(tuple(subs), tuple(warnings))
+        conf = configure_values(cd, values, schema_violations=schema_violations)
+        subs.extend(conf.substitutions)
+        findings.extend(conf.findings)
+    return Plan(tuple(subs), tuple(warnings), tuple(findings))
 
 
 @dataclass(frozen=True)
