@@ -168,6 +168,14 @@ class SourcePolicy(Model):
     )
 
 
+class ConfigDataPolicy(Model):
+    schemaViolations: Literal["Fatal", "Warning"] = Field(
+        default="Fatal",
+        description="Values that break the ConfigData schema: Fatal (refused) or Warning (composed, and "
+        "reported). ocm-controller v1 never enforced the schema; Warning is for teams migrating.",
+    )
+
+
 class Policy(Model):
     """Function input (sack8s.fn.crossplane.io/v1beta1 Policy)."""
 
@@ -183,3 +191,4 @@ class Policy(Model):
     flux: FluxPolicy = Field(default_factory=FluxPolicy)
     ocm: OcmPolicy = Field(default_factory=OcmPolicy)
     source: SourcePolicy = Field(default_factory=SourcePolicy)
+    configData: ConfigDataPolicy = Field(default_factory=ConfigDataPolicy)

@@ -122,6 +122,7 @@ def _mutation(inp: CoreInput, flavour: str, deployable: Resource, cd: Resource |
         inp.values,
         configdata_name=f"ConfigData (resource {cd.name})",
         locate=partial(localized_reference, allow_unpinned=inp.policy.source.allowUnpinnedImages),
+        schema_violations=inp.policy.configData.schemaViolations,
     )
 
 

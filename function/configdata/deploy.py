@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Hashable, Literal, Mapping
 
 from function.configdata import helm, kustomize
+from function.configdata.configure import SchemaViolations
 from function.configdata.engine import plan
 from function.configdata.memo import DIGESTS, MUTATIONS, approx_size, digest, files_digest
 from function.configdata.model import parse_configdata
@@ -79,23 +80,27 @@ def mutation_for(
     *,
     configdata_name: str = "ConfigData",
     locate: Locate | None = None,
+    schema_violations: SchemaViolations = "Fatal",
 ) -> FluxMutation:
     """Plan and apply every ConfigData rule for one deployable, for Flux.
 
     ``files``: for ``helm`` the chart's files relative to the chart root (``values.yaml``,
     ``templates/...``); for ``kustomize`` the files of the tar relative to its root.
+    ``schema_violations``: the policy's ``configData.schemaViolations``.
     Raises :class:`function.errors.SackError` subclasses naming rule, field and file.
     """
     if flavour not in ("helm", "kustomize"):
         raise ValueError(f"unknown flavour {flavour!r}")
     key = _memo_key(flavour, configdata, component, files, values, configdata_name, locate)
     if key is not None:
+        key = (*key, schema_violations)
+    if key is not None:
         hit = MUTATIONS.get(key)
         # The key holds the descriptor digest; the component itself is compared too, so two
         # different descriptors that claim one digest (hand-made ones) never share an entry.
         if hit is not None and (hit[0] is component or hit[0] == component):
             return hit[1]
-    result = _checked(flavour, configdata, component, files, values, configdata_name, locate)
+    result = _checked(flavour, configdata, component, files, values, configdata_name, locate, schema_violations)
     if key is not None:
         MUTATIONS.put(key, (component, result), _size(result))
     return result
@@ -183,9 +188,10 @@ def _checked(
     values: Mapping[str, Any] | None,
     configdata_name: str,
     locate: Locate | None,
+    schema_violations: SchemaViolations = "Fatal",
 ) -> FluxMutation:
     try:
-        return _mutation_for(flavour, configdata, component, files, values, configdata_name, locate)
+        return _mutation_for(flavour, configdata, component, files, values, configdata_name, locate, schema_violations)
     except SackError as e:
         # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource.
         if configdata_name != "ConfigData" and e.where.startswith("ConfigData "):
@@ -201,9 +207,10 @@ def _mutation_for(
     values: Mapping[str, Any] | None,
     configdata_name: str,
     locate: Locate | None,
+    schema_violations: SchemaViolations = "Fatal",
 ) -> FluxMutation:
     cd = parse_configdata(configdata, configdata_name)
-    p = plan(cd, component=component, values=values, locate=locate)
+    p = plan(cd, component=component, values=values, locate=locate, schema_violations=schema_violations)
 
     loaded: dict[str, YamlFile] = {}
     roles: dict[str, str] = {}
@@ -244,10 +251,15 @@ def _mutation_for(
 
     # Planning warnings only matter for substitutions that this deployable applies.
     applied = {(t.rule, t.file, t.path) for t in traces}
-    warnings = [
+    warnings = [f.message for f in p.findings] + [
         s.warning for s in p.substitutions
         if s.warning and (s.rule, s.file, format_path(s.path.steps)) in applied
     ]
+    if configdata_name != "ConfigData":  # name the actual ConfigData resource, as errors do
+        warnings = [
+            configdata_name + w[len("ConfigData"):] if w.startswith("ConfigData ") and not w.startswith(configdata_name)
+            else w for w in warnings
+        ]
     if p.substitutions and not traces:
         warnings.append(
             f"{configdata_name}: none of its {len(p.substitutions)} substitutions addresses a file of this "
