@@ -351,3 +351,33 @@ def test_component_directory_and_unnamed_ctf(tmp_path, fixtures_dir):
     r = backend("localize", "--component", f"ctf::{fixtures_dir / 'ctf'}//acme.org/sack8s/podinfo",
                 "manifests/deploy.yaml")
     assert_one_line_error(r, "name the version of acme.org/sack8s/podinfo (found: ")
+
+
+def test_schema_violations_as_warnings_flag(tmp_path):
+    values = tmp_path / "v.yaml"
+    values.write_text("replicas: three\n")
+    r = backend("configure", "--values", str(values), "manifests/deploy.yaml")
+    assert_one_line_error(r, "ConfigData configuration.schema: values.replicas: 'three' is not of type 'integer' "
+                             "(schema rule properties/replicas/type)")
+    r = backend("configure", "--schema-violations", "warning", "--values", str(values), "manifests/deploy.yaml")
+    assert r.exit_code == 0, r.stderr
+    assert "replicas: three" in r.stdout
+    assert r.stderr.splitlines() == [
+        "sack8s: warning: ConfigData configuration.schema: values.replicas: 'three' is not of type 'integer' (schema "
+        "rule properties/replicas/type) (reported as a warning: schema violations are set to Warning)"]
+
+
+def test_engine_findings_go_to_stderr(tmp_path):
+    cd = tmp_path / "cd.yaml"
+    cd.write_text("configuration:\n  defaults: {unused: (( nothere )), list: [x, y]}\n  rules:\n"
+                  "  - {value: (( name )), file: manifests/configmap.yaml, path: data.NAME}\n")
+    r = run("configure", "--config-data", str(cd), "--root", str(BACKEND), "--values", str(BACKEND / "values.yaml"),
+            "manifests/configmap.yaml")
+    assert r.exit_code == 0, r.stderr
+    assert "NAME: subst-0" in r.stdout
+    warnings = r.stderr.splitlines()
+    assert [w.split(":")[1].strip() for w in warnings] == ["warning"] * 4, warnings
+    assert "apiVersion and kind are missing" in warnings[0]
+    assert "configuration.defaults.list[1]: the unquoted 'y' is read as true" in warnings[1]
+    assert "configuration.defaults.unused: (( nothere )) refers to 'nothere'" in warnings[2]
+    assert "(( name )) resolves to this rule's own field name ('subst-0')" in warnings[3]

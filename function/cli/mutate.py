@@ -185,6 +185,7 @@ def _run(
     registry: str | None = None,
     values_file: str | None = None,
     key: str | None = None,
+    schema_violations: str = "Fatal",
 ) -> None:
     from function.configdata.engine import apply_to_file, plan
     from function.configdata.model import parse_configdata
@@ -212,6 +213,7 @@ def _run(
             values=values,
             localize=localize,
             configure=configure,
+            schema_violations="Warning" if schema_violations.lower() == "warning" else "Fatal",
         )
         result = apply_to_file(text, name, p.substitutions)
     except Failure as e:
@@ -226,6 +228,8 @@ def _run(
             _log(f"not applicable: ConfigData {sub.rule} addresses file {sub.file}, not {name}")
         for change in result.changes:
             _log(describe(change))
+    for finding in p.findings:
+        _log(f"warning: {finding.message}")
     for change in result.changes:
         if change.sub.warning:
             _log(f"warning: {change.sub.warning}")
@@ -257,6 +261,10 @@ _values = [
     click.option("--values", "values_file", required=True, metavar="VALUES.yaml",
                  help="Values: a YAML map, or a ConfigMap manifest (see --key)."),
     click.option("--key", metavar="KEY", help="ConfigMap data key holding the values (default: the only key)."),
+    click.option("--schema-violations", "schema_violations", type=click.Choice(["Fatal", "Warning"], case_sensitive=False),
+                 default="Fatal", show_default=True,
+                 help="Values that break the ConfigData schema: an error, or a warning (as the policy's "
+                      "configData.schemaViolations)."),
 ]
 
 
