@@ -228,7 +228,7 @@ def _run(
             _log(f"not applicable: ConfigData {sub.rule} addresses file {sub.file}, not {name}")
         for change in result.changes:
             _log(describe(change))
-    for finding in p.findings:
+    for finding in p.findings + result.findings:
         _log(f"warning: {finding.message}")
     for change in result.changes:
         if change.sub.warning:

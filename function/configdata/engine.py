@@ -75,6 +75,7 @@ class FileResult:
     text: str
     changes: tuple[Change, ...]
     not_applicable: tuple[Substitution, ...]
+    findings: tuple[Finding, ...] = ()
 
 
 def apply_to_file(text: bytes | str, file: str, substitutions: Iterable[Substitution]) -> FileResult:
@@ -87,7 +88,16 @@ def apply_to_file(text: bytes | str, file: str, substitutions: Iterable[Substitu
             other.append(sub)
             continue
         changes.append(apply(f, sub))
-    return FileResult(dump_file(f) if changes else _as_text(text), tuple(changes), tuple(other))
+    findings = ()
+    if changes and len(f.docs) > 1:
+        findings = (Finding(
+            "MultiDocumentFile",
+            f"{file} holds {len(f.docs)} YAML documents: every one is kept, and each rule writes into the one "
+            "document its path resolves in (ocm-controller v1 wrote back only the first document and dropped "
+            "the others)",
+            file=file,
+        ),)
+    return FileResult(dump_file(f) if changes else _as_text(text), tuple(changes), tuple(other), findings)
 
 
 def _as_text(text: bytes | str) -> str:
