@@ -199,6 +199,8 @@ class _Builder:
                             merged.setdefault(k, v)  # earlier sources win (YAML merge key)
                     continue
                 key = _key_text(self.build(knode, path))
+                if isinstance(key, (list, dict)):
+                    raise YamlError(self.where, f"{path or '(top level)'}: a map key must be a scalar, not a {type(key).__name__}")
                 m[key] = self.build(vnode, _fmt(path, key))
             for k, v in merged.items():
                 m.setdefault(k, v)

@@ -109,3 +109,14 @@ def test_a_yaml_1_1_boolean_where_a_string_belongs_says_so():
         parse_configdata(BASE + "configuration:\n  rules:\n  - {value: 1, file: a.yaml, path: y}\n", "ConfigData a.yaml")
     assert str(e.value) == ("ConfigData a.yaml: configuration.rules[0].path: Input should be a valid string (the "
                             "unquoted 'y' is true in YAML 1.1, as upstream read it: quote it)")
+
+
+def test_yaml_1_1_reader_refuses_what_json_cannot_carry():
+    with pytest.raises(InvalidConfigData) as e:
+        parse_configdata("? [a, b]\n: 1\n", "ConfigData a.yaml")
+    assert "a map key must be a scalar" in str(e.value)
+    cd = parse_configdata(BASE + "metadata: {a: !!int \"0x10\", b: !!float 1, c: !!str 1}\n")
+    assert cd.metadata == {"a": 16, "b": 1.0, "c": "1"}
+    with pytest.raises(InvalidConfigData) as e:
+        parse_configdata(BASE + "metadata: {a: !!int x}\n", "ConfigData a.yaml")
+    assert "is not valid YAML" in str(e.value)
