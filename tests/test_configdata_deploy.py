@@ -288,3 +288,11 @@ def test_engine_findings_become_the_mutations_warnings_naming_the_resource():
         mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"replicaCount: 1\n"}, {"replicas": "two"},
                      configdata_name=name)
     assert str(e.value).startswith(f"{name} configuration.schema: values.replicas: 'two' is not of type 'integer'")
+
+
+def test_a_carried_list_keeps_what_helm_reads_in_values_yaml():
+    # Helm reads values.yaml with sigs.k8s.io/yaml (YAML 1.1): the chart's own plain `no` is false
+    # and 0777 is 511; the list the HelmRelease carries must not turn them into "no" and 777
+    cd = HDR + "configuration:\n  rules:\n  - {value: xx, file: values.yaml, path: 'codes[0]'}\n"
+    m = mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"codes: [de, no, 'no', 0777, y, ok]\n"}, {})
+    assert m.helm_values == {"codes": ["xx", False, "no", 511, True, "ok"]}
