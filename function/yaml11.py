@@ -37,7 +37,10 @@ from function.yamlio import YamlError, _fix_surrogates, check_expansion, load_al
 
 _GO_MAP: dict[str, Any] = {
     **{s: True for s in ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")},
-    **{s: False for s in ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")},
+    **{
+        s: False
+        for s in ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")
+    },
     **{s: None for s in ("", "~", "null", "Null", "NULL")},
     **{s: math.nan for s in (".nan", ".NaN", ".NAN")},
     **{s: math.inf for s in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
@@ -48,11 +51,14 @@ _GO_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+
 _GO_DOT_FLOAT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?")
 _CORE_INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
 _CORE_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
-_CORE_SPECIAL = {**{s: math.inf for s in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
-                 **{s: -math.inf for s in ("-.inf", "-.Inf", "-.INF")},
-                 **{s: math.nan for s in (".nan", ".NaN", ".NAN")},
-                 **{s: None for s in ("", "~", "null", "Null", "NULL")},
-                 **{s: True for s in ("true", "True", "TRUE")}, **{s: False for s in ("false", "False", "FALSE")}}
+_CORE_SPECIAL = {
+    **{s: math.inf for s in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
+    **{s: -math.inf for s in ("-.inf", "-.Inf", "-.INF")},
+    **{s: math.nan for s in (".nan", ".NaN", ".NAN")},
+    **{s: None for s in ("", "~", "null", "Null", "NULL")},
+    **{s: True for s in ("true", "True", "TRUE")},
+    **{s: False for s in ("false", "False", "FALSE")},
+}
 _R11 = VersionedResolver(version=(1, 1))
 _R12 = VersionedResolver(version=(1, 2))
 _STR = "tag:yaml.org,2002:str"
@@ -188,19 +194,28 @@ class _Builder:
             self.memo[id(node)] = m
             merged: dict[Any, Any] = {}
             for knode, vnode in node.value:
-                if isinstance(knode, ScalarNode) and str(knode.tag) in (PLAIN, "tag:yaml.org,2002:merge") \
-                        and knode.value == "<<" and knode.style is None:
+                if (
+                    isinstance(knode, ScalarNode)
+                    and str(knode.tag) in (PLAIN, "tag:yaml.org,2002:merge")
+                    and knode.value == "<<"
+                    and knode.style is None
+                ):
                     sources = vnode.value if isinstance(vnode, SequenceNode) else [vnode]
                     for src in sources:
                         value = self.build(src, path)
                         if not isinstance(value, dict):
-                            raise YamlError(self.where, f"{path or '(top level)'}: a << merge needs maps")
+                            raise YamlError(
+                                self.where, f"{path or '(top level)'}: a << merge needs maps"
+                            )
                         for k, v in value.items():
                             merged.setdefault(k, v)  # earlier sources win (YAML merge key)
                     continue
                 key = _key_text(self.build(knode, path))
                 if isinstance(key, (list, dict)):
-                    raise YamlError(self.where, f"{path or '(top level)'}: a map key must be a scalar, not a {type(key).__name__}")
+                    raise YamlError(
+                        self.where,
+                        f"{path or '(top level)'}: a map key must be a scalar, not a {type(key).__name__}",
+                    )
                 m[key] = self.build(vnode, _fmt(path, key))
             for k, v in merged.items():
                 m.setdefault(k, v)
@@ -221,14 +236,20 @@ class _Builder:
         short = tag.rsplit(":", 1)[-1]
         if short in ("int", "float", "bool", "null"):
             value = goyaml_v2(text)
-            ok = {"int": isinstance(value, int) and not isinstance(value, bool), "bool": isinstance(value, bool),
-                  "null": value is None, "float": isinstance(value, (int, float)) and not isinstance(value, bool)}
+            ok = {
+                "int": isinstance(value, int) and not isinstance(value, bool),
+                "bool": isinstance(value, bool),
+                "null": value is None,
+                "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+            }
             if not ok[short]:
                 raise YamlError(self.where, f"{path}: cannot decode {text[:40]!r} as !!{short}")
             return float(value) if short == "float" else value
         if short in ("timestamp", "binary"):
             return text
-        raise YamlError(self.where, f"{path or '(top level)'}: the YAML tag {tag[:60]} is not supported")
+        raise YamlError(
+            self.where, f"{path or '(top level)'}: the YAML tag {tag[:60]} is not supported"
+        )
 
 
 def load_v1(data: bytes | str, where: str) -> tuple[Any, tuple[Retyped, ...]]:

@@ -8,7 +8,7 @@ import pytest
 
 from function.configdata.configure import deep_merge, merged_values, plan_configuration
 from function.configdata.model import parse_configdata
-from function.errors import InvalidConfigData, InvalidValues, UnsupportedRule
+from function.errors import InvalidConfigData, InvalidValues
 
 DATA = Path(__file__).parent / "data" / "configdata"
 BACKEND = parse_configdata((DATA / "backend" / "config.yaml").read_bytes())

@@ -43,24 +43,59 @@ D = "sha256:7f0168496f273c1e2095703a050128114d339c580b0906cd124a93b66ae471e2"
 # references upstream computed (computed/step1-localize/substitutions.json of P06, P07, P11).
 PROBE_COMPONENTS: dict[str, list[dict[str, Any]]] = {
     "P06-probe-json-target": [
-        {"name": "image", "access": {"type": "ociArtifact", "imageReference": "ghcr.io/acme/app:1.2.3"}},
+        {
+            "name": "image",
+            "access": {"type": "ociArtifact", "imageReference": "ghcr.io/acme/app:1.2.3"},
+        },
     ],
     "P07-probe-reference-parts": [
-        {"name": "tagged", "access": {"type": "ociArtifact", "imageReference": "ghcr.io/acme/app:1.2.3"}},
-        {"name": "tag-and-digest", "access": {"type": "ociArtifact", "imageReference": f"ghcr.io/acme/app:1.2.3@{D}"}},
-        {"name": "digest-only", "access": {"type": "ociArtifact", "imageReference": f"ghcr.io/acme/app@{D}"}},
-        {"name": "dockerhub-short", "access": {"type": "ociArtifact", "imageReference": "nginx:1.25"}},
+        {
+            "name": "tagged",
+            "access": {"type": "ociArtifact", "imageReference": "ghcr.io/acme/app:1.2.3"},
+        },
+        {
+            "name": "tag-and-digest",
+            "access": {"type": "ociArtifact", "imageReference": f"ghcr.io/acme/app:1.2.3@{D}"},
+        },
+        {
+            "name": "digest-only",
+            "access": {"type": "ociArtifact", "imageReference": f"ghcr.io/acme/app@{D}"},
+        },
+        {
+            "name": "dockerhub-short",
+            "access": {"type": "ociArtifact", "imageReference": "nginx:1.25"},
+        },
         {"name": "no-tag", "access": {"type": "ociArtifact", "imageReference": "ghcr.io/acme/app"}},
-        {"name": "port-registry", "access": {"type": "ociArtifact", "imageReference": "localhost:5000/acme/app:1.0"}},
-        {"name": "localblob-globalaccess", "access": {
-            "type": "localBlob", "localReference": D, "mediaType": "application/vnd.docker.distribution.manifest.v2+tar+gzip",
-            "globalAccess": {"type": "ociBlob", "digest": D, "size": 1,
-                             "ref": "ghcr.io/mandelsoft/cnudie/component-descriptors/github.com/vasu1124/introspect",
-                             "mediaType": "application/vnd.docker.distribution.manifest.v2+tar+gzip"}}},
+        {
+            "name": "port-registry",
+            "access": {"type": "ociArtifact", "imageReference": "localhost:5000/acme/app:1.0"},
+        },
+        {
+            "name": "localblob-globalaccess",
+            "access": {
+                "type": "localBlob",
+                "localReference": D,
+                "mediaType": "application/vnd.docker.distribution.manifest.v2+tar+gzip",
+                "globalAccess": {
+                    "type": "ociBlob",
+                    "digest": D,
+                    "size": 1,
+                    "ref": "ghcr.io/mandelsoft/cnudie/component-descriptors/github.com/vasu1124/introspect",
+                    "mediaType": "application/vnd.docker.distribution.manifest.v2+tar+gzip",
+                },
+            },
+        },
     ],
     "P11-probe-localblob-without-globalaccess": [
-        {"name": "image", "relation": "local", "access": {
-            "type": "localBlob", "localReference": D, "mediaType": "application/vnd.oci.image.manifest.v1+json"}},
+        {
+            "name": "image",
+            "relation": "local",
+            "access": {
+                "type": "localBlob",
+                "localReference": D,
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            },
+        },
     ],
 }
 
@@ -106,7 +141,10 @@ def _yaml_docs(text: str) -> Any:
         return ("json", json.loads(text))
     except ValueError:
         pass
-    return ("yaml", [d for d in YAML(typ="safe", pure=True).load_all(io.StringIO(text)) if d is not None])
+    return (
+        "yaml",
+        [d for d in YAML(typ="safe", pure=True).load_all(io.StringIO(text)) if d is not None],
+    )
 
 
 def _load_case(case: Path) -> dict[str, Any]:
@@ -117,24 +155,42 @@ def _descriptor(case: Path, info: dict[str, Any], tmp: Path) -> Path:
     inputs = info.get("inputs") or {}
     comp = inputs.get("component") or {}
     desc = inputs.get("descriptor") or {}
-    resources = PROBE_COMPONENTS.get(case.name) or comp.get("resources") or desc.get("resources") or []
+    resources = (
+        PROBE_COMPONENTS.get(case.name) or comp.get("resources") or desc.get("resources") or []
+    )
     out = []
     for r in resources:
-        res = {"name": r["name"], "version": r.get("version", "1.0.0"), "type": r.get("type", "ociImage"),
-               "relation": r.get("relation", "external")}
+        res = {
+            "name": r["name"],
+            "version": r.get("version", "1.0.0"),
+            "type": r.get("type", "ociImage"),
+            "relation": r.get("relation", "external"),
+        }
         if r.get("extraIdentity"):
             res["extraIdentity"] = r["extraIdentity"]
         if "access" in r:
             res["access"] = {k: v for k, v in r["access"].items() if not k.startswith("_")}
         else:
-            res["access"] = {"type": "localBlob", "localReference": "sha256:" + "0" * 64, "mediaType": "text/plain"}
+            res["access"] = {
+                "type": "localBlob",
+                "localReference": "sha256:" + "0" * 64,
+                "mediaType": "text/plain",
+            }
         if r.get("digest"):
             res["digest"] = r["digest"]
         out.append(res)
-    doc = {"meta": {"schemaVersion": "v2"}, "component": {
-        "name": comp.get("component") or "upstream-v1.example.org/case-" + case.name.lower(),
-        "version": comp.get("version") or desc.get("version") or "1.0.0", "provider": "upstream-v1",
-        "repositoryContexts": [], "sources": [], "componentReferences": [], "resources": out}}
+    doc = {
+        "meta": {"schemaVersion": "v2"},
+        "component": {
+            "name": comp.get("component") or "upstream-v1.example.org/case-" + case.name.lower(),
+            "version": comp.get("version") or desc.get("version") or "1.0.0",
+            "provider": "upstream-v1",
+            "repositoryContexts": [],
+            "sources": [],
+            "componentReferences": [],
+            "resources": out,
+        },
+    }
     path = tmp / "component-descriptor.json"
     path.write_text(json.dumps(doc))
     return path
@@ -158,7 +214,9 @@ def _rule_files(case: Path, step: dict[str, Any], mode: str) -> list[str]:
         rules = doc.get("localization") or []
     else:
         rules = (doc.get("configuration") or {}).get("rules") or []
-    return [str(r["file"]).removeprefix("./") for r in rules if isinstance(r, dict) and r.get("file")]
+    return [
+        str(r["file"]).removeprefix("./") for r in rules if isinstance(r, dict) and r.get("file")
+    ]
 
 
 def _spiff_only_case(case: Path, tmp: Path) -> dict[str, Any]:
@@ -166,24 +224,47 @@ def _spiff_only_case(case: Path, tmp: Path) -> dict[str, Any]:
     defaults, values and substitutions directly: the same as a ConfigData with those defaults
     and rules, configured with those values, on an (empty) values.yaml."""
     y = YAML(typ="safe", pure=True)
-    rules = [{"value": s["value"], "file": s["file"], "path": s["path"]} for s in y.load((case / "iSbs.yaml").read_text())]
-    cd = {"apiVersion": "config.ocm.software/v1alpha1", "kind": "ConfigData",
-          "configuration": {"defaults": y.load((case / "dflts.yaml").read_text()), "rules": rules}}
+    rules = [
+        {"value": s["value"], "file": s["file"], "path": s["path"]}
+        for s in y.load((case / "iSbs.yaml").read_text())
+    ]
+    cd = {
+        "apiVersion": "config.ocm.software/v1alpha1",
+        "kind": "ConfigData",
+        "configuration": {"defaults": y.load((case / "dflts.yaml").read_text()), "rules": rules},
+    }
     (tmp / "configdata.json").write_text(json.dumps(cd))
     (tmp / "source").mkdir()
     (tmp / "source" / "values.yaml").write_text("")
-    return {"mode": "configure", "config": str(tmp / "configdata.json"), "values": y.load((case / "vls.yaml").read_text())}
+    return {
+        "mode": "configure",
+        "config": str(tmp / "configdata.json"),
+        "values": y.load((case / "vls.yaml").read_text()),
+    }
 
 
 def _substitute_configdata(step: dict[str, Any]) -> str:
     """ocm ``localize.Substitute`` cases (43-45): the substitutions as literal configuration rules."""
-    rules = [{"value": s["value"], "file": s["file"], "path": s["path"]} for s in step["substitutions"]]
-    return json.dumps({"apiVersion": "config.ocm.software/v1alpha1", "kind": "ConfigData",
-                       "configuration": {"rules": rules}})
+    rules = [
+        {"value": s["value"], "file": s["file"], "path": s["path"]} for s in step["substitutions"]
+    ]
+    return json.dumps(
+        {
+            "apiVersion": "config.ocm.software/v1alpha1",
+            "kind": "ConfigData",
+            "configuration": {"rules": rules},
+        }
+    )
 
 
-def run_step(case: Path, info: dict[str, Any], index: int, step: dict[str, Any], tmp: Path,
-             extra: tuple[str, ...] = ()) -> StepRun:
+def run_step(
+    case: Path,
+    info: dict[str, Any],
+    index: int,
+    step: dict[str, Any],
+    tmp: Path,
+    extra: tuple[str, ...] = (),
+) -> StepRun:
     from function.cli import main  # the code under test (whatever is first on sys.path)
 
     mode = step["mode"]
@@ -193,11 +274,18 @@ def run_step(case: Path, info: dict[str, Any], index: int, step: dict[str, Any],
     if index == 0:
         root = case / "source"
     else:
-        prev = case / "computed" / f"step{index}-{info['inputs']['harness_steps'][index - 1]['mode']}" / "files"
+        prev = (
+            case
+            / "computed"
+            / f"step{index}-{info['inputs']['harness_steps'][index - 1]['mode']}"
+            / "files"
+        )
         root = prev
     files_dir = computed / "files"
     names = _files(files_dir) if files_dir.exists() else _files(root)
-    names += [f for f in _rule_files(case, step, mode) if f not in names]  # e.g. a rule on a missing file
+    names += [
+        f for f in _rule_files(case, step, mode) if f not in names
+    ]  # e.g. a rule on a missing file
     work = tmp / f"step{index + 1}"
     work.mkdir()
     if mode == "substitute":
@@ -257,11 +345,28 @@ def _run_spiff_only(case: Path, info: dict[str, Any], tmp: Path, extra: tuple[st
     step = _spiff_only_case(case, tmp)
     vf = tmp / "values.json"
     vf.write_text(json.dumps(step["values"]))
-    r = CliRunner().invoke(main, ["configure", "--config-data", step["config"], "--root", str(tmp / "source"),
-                                  "--values", str(vf), *extra, "values.yaml"])
-    expected = ("yaml", [{"dmi": {"gcp_project_id": None}}])  # upstream: [{"path": "dmi.gcp_project_id", "value": null}]
+    r = CliRunner().invoke(
+        main,
+        [
+            "configure",
+            "--config-data",
+            step["config"],
+            "--root",
+            str(tmp / "source"),
+            "--values",
+            str(vf),
+            *extra,
+            "values.yaml",
+        ],
+    )
+    expected = (
+        "yaml",
+        [{"dmi": {"gcp_project_id": None}}],
+    )  # upstream: [{"path": "dmi.gcp_project_id", "value": null}]
     same = r.exit_code == 0 and _yaml_docs(r.stdout) == expected
-    return StepRun("configure", None, [FileRun("values.yaml", r.exit_code, r.stdout, r.stderr, expected, same)])
+    return StepRun(
+        "configure", None, [FileRun("values.yaml", r.exit_code, r.stdout, r.stderr, expected, same)]
+    )
 
 
 def cases() -> list[Path]:

@@ -103,13 +103,17 @@ def validator_for(schema: Any) -> jsonschema.protocols.Validator:
 
 def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
     if not isinstance(schema, (dict, bool)):
-        raise InvalidConfigData(SCHEMA_WHERE, f"must be a JSON Schema object, got {type(schema).__name__}")
+        raise InvalidConfigData(
+            SCHEMA_WHERE, f"must be a JSON Schema object, got {type(schema).__name__}"
+        )
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
     except SchemaError as e:
         at = "/".join(str(p) for p in e.path) or "(root)"
-        raise InvalidConfigData(SCHEMA_WHERE, f"is not a valid JSON Schema at {at}: {e.message[:200]}") from None
+        raise InvalidConfigData(
+            SCHEMA_WHERE, f"is not a valid JSON Schema at {at}: {e.message[:200]}"
+        ) from None
     # An empty registry: a `$ref` may point inside the schema only. Without it jsonschema
     # would fetch http(s):// and file:// references, letting a ConfigData author make the
     # function reach any host (past the registry allowlist) or read its own files.
@@ -121,15 +125,25 @@ def violations(validator: Any, instance: Any, *, label: str, skip_required: bool
     (``label.path: message (schema rule …)``)."""
     try:
         errors = sorted(
-            (e for e in validator.iter_errors(instance) if not (skip_required and e.validator == "required")),
+            (
+                e
+                for e in validator.iter_errors(instance)
+                if not (skip_required and e.validator == "required")
+            ),
             key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)),
         )
     except RecursionError:
-        raise InvalidConfigData(SCHEMA_WHERE, "has a $ref cycle (a reference that resolves to itself)") from None
-    except (referencing.exceptions.Unresolvable, jsonschema.exceptions._WrappedReferencingError) as e:  # noqa: SLF001
+        raise InvalidConfigData(
+            SCHEMA_WHERE, "has a $ref cycle (a reference that resolves to itself)"
+        ) from None
+    except (
+        referencing.exceptions.Unresolvable,
+        jsonschema.exceptions._WrappedReferencingError,
+    ) as e:  # noqa: SLF001
         ref = getattr(e, "ref", None) or getattr(getattr(e, "_wrapped", None), "ref", None) or "?"
         raise InvalidConfigData(
-            SCHEMA_WHERE, f"has a $ref that cannot be resolved ({str(ref)[:100]}); only references inside the schema are allowed"
+            SCHEMA_WHERE,
+            f"has a $ref that cannot be resolved ({str(ref)[:100]}); only references inside the schema are allowed",
         ) from None
     return [f"{_value_path(label, e.absolute_path)}: {_message(e)}" for e in errors]
 
@@ -150,7 +164,11 @@ def _as_upstream(value: Any, where: str) -> Any:
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, float):
-        return int(value) if math.isfinite(value) and value.is_integer() and abs(value) < 2**63 else value
+        return (
+            int(value)
+            if math.isfinite(value) and value.is_integer() and abs(value) < 2**63
+            else value
+        )
     if isinstance(value, (datetime.date, datetime.datetime)):
         return value.isoformat()
     if isinstance(value, Mapping):
@@ -189,22 +207,37 @@ class _Run:
     def __init__(self, cd: ConfigData, values: Mapping[str, Any] | None) -> None:
         user = {} if values is None else values
         if not isinstance(user, Mapping):
-            raise InvalidValues("values", f"must be a map of keys to values, got {type(user).__name__}")
+            raise InvalidValues(
+                "values", f"must be a map of keys to values, got {type(user).__name__}"
+            )
         conf = cd.configuration
         self.rules = list(conf.rules) if conf else []
         self.user = _as_upstream(dict(user), "values")
-        defaults = _as_upstream(dict(conf.defaults) if conf else {}, "ConfigData configuration.defaults")
+        defaults = _as_upstream(
+            dict(conf.defaults) if conf else {}, "ConfigData configuration.defaults"
+        )
         for where, tree in (("values", self.user), ("ConfigData configuration.defaults", defaults)):
             if RULES in tree:
-                raise InvalidConfigData(where, f"the key {RULES} is reserved: upstream keeps the rules under it")
+                raise InvalidConfigData(
+                    where, f"the key {RULES} is reserved: upstream keeps the rules under it"
+                )
         merged = deep_merge(defaults, self.user)
         rules = []
         for i, rule in enumerate(self.rules):
             where = self.rule_where(i)
             if spiff.classify(rule.file)[0] != "plain":
-                raise UnsupportedRule(f"ConfigData configuration.rules[{i}].file", "expressions in file are not supported")
-            rules.append({"name": f"subst-{i}", "file": rule.file, "path": rule.path,
-                          "value": _as_upstream(rule.value, where)})
+                raise UnsupportedRule(
+                    f"ConfigData configuration.rules[{i}].file",
+                    "expressions in file are not supported",
+                )
+            rules.append(
+                {
+                    "name": f"subst-{i}",
+                    "file": rule.file,
+                    "path": rule.path,
+                    "value": _as_upstream(rule.value, where),
+                }
+            )
         self.doc = spiff.Document({**merged, RULES: rules}, self.label)
 
     def rule_where(self, i: int, sub: tuple[Any, ...] = ()) -> str:
@@ -227,17 +260,29 @@ class _Run:
     def substitutions(self) -> tuple[list[Substitution], list[spiff.OwnField]]:
         subs = []
         for i, rule in enumerate(self.rules):
-            path = parse_path(rule.path, where=f"ConfigData configuration.rules[{i}].path (file {rule.file})")
+            path = parse_path(
+                rule.path, where=f"ConfigData configuration.rules[{i}].path (file {rule.file})"
+            )
             before = len(self.doc.own_fields)
             try:
                 value = self.doc.value((RULES, i, "value"))
             except spiff.ExpressionError as e:
                 self._fail(e, i)
             except RecursionError:
-                raise UnsupportedRule(self.rule_where(i), "the expressions nest too deeply") from None
+                raise UnsupportedRule(
+                    self.rule_where(i), "the expressions nest too deeply"
+                ) from None
             warning = _own_field_warning(self, i, self.doc.own_fields[before:])
-            subs.append(Substitution(f"configuration.rules[{i}]", "path", rule.file, path,
-                                     copy.deepcopy(value), warning))
+            subs.append(
+                Substitution(
+                    f"configuration.rules[{i}]",
+                    "path",
+                    rule.file,
+                    path,
+                    copy.deepcopy(value),
+                    warning,
+                )
+            )
         return subs, self.doc.own_fields
 
     def evaluated_values(self) -> tuple[dict[str, Any], list[Finding]]:
@@ -257,15 +302,23 @@ class _Run:
                 return self.doc.value(loc)
             except (spiff.ExpressionError, RecursionError) as e:
                 label = self.label(loc)
-                cause = _error(e, f"ConfigData {label}") if isinstance(e, spiff.ExpressionError) else None
+                cause = (
+                    _error(e, f"ConfigData {label}")
+                    if isinstance(e, spiff.ExpressionError)
+                    else None
+                )
                 what = cause.message if cause else "the expressions nest too deeply"
-                findings.append(Finding(
-                    "UnusedExpressionFails",
-                    f"ConfigData {label}: {what}; no rule uses this value, so it is ignored "
-                    "(ocm-controller v1 failed the whole configuration on it): fix or remove it",
-                    rule=label.split(".", 1)[0] if label.startswith("values") else "configuration.defaults",
-                    path=label,
-                ))
+                findings.append(
+                    Finding(
+                        "UnusedExpressionFails",
+                        f"ConfigData {label}: {what}; no rule uses this value, so it is ignored "
+                        "(ocm-controller v1 failed the whole configuration on it): fix or remove it",
+                        rule=label.split(".", 1)[0]
+                        if label.startswith("values")
+                        else "configuration.defaults",
+                        path=label,
+                    )
+                )
                 return node
 
         root = {k: walk((k,)) for k in self.doc.root if k != RULES}
@@ -273,10 +326,17 @@ class _Run:
 
 
 def _error(e: spiff.ExpressionError, where: str) -> SackError:
-    raw = spiff.show(e.raw[2:-2]) if e.raw and e.raw.startswith("((") and e.raw.endswith("))") else repr(e.raw)
+    raw = (
+        spiff.show(e.raw[2:-2])
+        if e.raw and e.raw.startswith("((") and e.raw.endswith("))")
+        else repr(e.raw)
+    )
     if isinstance(e, spiff.Unsupported):
-        return UnsupportedRule(where, f"{raw}: {e.message} (supported: references, string/number/bool/nil "
-                                      "literals, text around (( )), + - * / %, concatenation, ||)")
+        return UnsupportedRule(
+            where,
+            f"{raw}: {e.message} (supported: references, string/number/bool/nil "
+            "literals, text around (( )), + - * / %, concatenation, ||)",
+        )
     if isinstance(e, spiff.SyntaxProblem):
         return InvalidConfigData(where, f"{raw} is not a valid spiff expression: {e.message}")
     if isinstance(e, spiff.NodeFailed) or e.message.startswith("(("):
@@ -305,7 +365,10 @@ def _project(user: Any, merged: Any) -> Any:
 
 
 def configure(
-    cd: ConfigData, values: Mapping[str, Any] | None, *, schema_violations: SchemaViolations = "Fatal"
+    cd: ConfigData,
+    values: Mapping[str, Any] | None,
+    *,
+    schema_violations: SchemaViolations = "Fatal",
 ) -> Configured:
     """Every configuration substitution, in rule order, plus the findings on the way."""
     conf = cd.configuration
@@ -320,21 +383,32 @@ def configure(
         v = validator_for(conf.schema_)
         problems = violations(v, _project(run.user, merged), label="values", skip_required=True)
         seen = {p.removeprefix("values") for p in problems}  # the user's own mistakes, once
-        problems += [p for p in violations(v, merged, label=MERGED, skip_required=False)
-                     if p.removeprefix(MERGED) not in seen]
+        problems += [
+            p
+            for p in violations(v, merged, label=MERGED, skip_required=False)
+            if p.removeprefix(MERGED) not in seen
+        ]
         if problems and schema_violations != "Warning":
             more = f" (and {len(problems) - MAX_ERRORS} more)" if len(problems) > MAX_ERRORS else ""
             raise InvalidValues(SCHEMA_WHERE, "; ".join(problems[:MAX_ERRORS]) + more)
         findings += [
-            Finding("SchemaViolation", f"{SCHEMA_WHERE}: {p} (reported as a warning: schema violations are "
-                    "set to Warning)", rule="configuration.schema", path=p.split(":", 1)[0])
+            Finding(
+                "SchemaViolation",
+                f"{SCHEMA_WHERE}: {p} (reported as a warning: schema violations are "
+                "set to Warning)",
+                rule="configuration.schema",
+                path=p.split(":", 1)[0],
+            )
             for p in problems
         ]
     return Configured(tuple(subs), tuple(findings), merged)
 
 
 def plan_configuration(
-    cd: ConfigData, values: Mapping[str, Any] | None, *, schema_violations: SchemaViolations = "Fatal"
+    cd: ConfigData,
+    values: Mapping[str, Any] | None,
+    *,
+    schema_violations: SchemaViolations = "Fatal",
 ) -> tuple[Substitution, ...]:
     """Every configuration substitution, in rule order (findings: :func:`configure`)."""
     return configure(cd, values, schema_violations=schema_violations).substitutions
@@ -348,8 +422,12 @@ def merged_values(cd: ConfigData, values: Mapping[str, Any] | None) -> dict[str,
 def evaluate(value: Any, merged: Mapping[str, Any], where: str) -> Any:
     """One rule value evaluated against ``merged`` as if it were the only rule (tests, fuzzing)."""
     try:
-        root = {**_as_upstream(dict(merged), "values"), RULES: [
-            {"name": "subst-0", "file": "", "path": "", "value": _as_upstream(value, where)}]}
+        root = {
+            **_as_upstream(dict(merged), "values"),
+            RULES: [
+                {"name": "subst-0", "file": "", "path": "", "value": _as_upstream(value, where)}
+            ],
+        }
         doc = spiff.Document(root, lambda loc: _value_path("values", loc))
         return doc.value((RULES, 0, "value"))
     except spiff.ExpressionError as e:

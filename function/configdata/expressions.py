@@ -50,8 +50,12 @@ MAX_CHAIN = 50  # expressions referring to expressions referring to ...
 MAX_BUILT = 4 * 1024 * 1024  # characters / list entries concatenation may build per document
 INT64 = (-(2**63), 2**63 - 1)
 RULES_KEY = "ocmAdjustmentsTemplateKey"
-SPECIAL_NAMES = {"_": "'_' (the current node)", "__": "'__' (the document node)",
-                 "___": "'___' (the root of the document)", "__ctx": "'__ctx' (the spiff context)"}
+SPECIAL_NAMES = {
+    "_": "'_' (the current node)",
+    "__": "'__' (the document node)",
+    "___": "'___' (the root of the document)",
+    "__ctx": "'__ctx' (the spiff context)",
+}
 
 Loc = tuple[Any, ...]
 
@@ -90,7 +94,9 @@ class NodeFailed(ExpressionError):
 # --------------------------------------------------------------------------- recognising
 
 
-def _join(result: str, text: str, expr: str, final: bool, unescape: bool) -> tuple[bool, str, str, str]:
+def _join(
+    result: str, text: str, expr: str, final: bool, unescape: bool
+) -> tuple[bool, str, str, str]:
     """One step of spiff's ``addExpr``: append the text seen so far (as a JSON string literal)
     and the expression just closed; ``((!…))`` stays text. Returns (found, result, text, expr)."""
     if unescape and expr.startswith("!"):
@@ -229,8 +235,12 @@ _IP = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
 _TAG = re.compile(r"(?:doc[.:]-?[0-9]+|[a-zA-Z_][a-zA-Z0-9_]*(?:[.:][a-zA-Z_][a-zA-Z0-9_]*)*)::")
 _NAME = re.compile(r"[a-zA-Z0-9_]+")
 _PRIMARY_KEYWORDS = (  # Chained alternatives that start with a keyword and a bracket
-    ("map{", "map{…} (map mapping)"), ("sync[", "sync[…]"), ("catch[", "catch[…]"),
-    ("map[", "map[…] (list mapping)"), ("select{", "select{…}"), ("select[", "select[…]"),
+    ("map{", "map{…} (map mapping)"),
+    ("sync[", "sync[…]"),
+    ("catch[", "catch[…]"),
+    ("map[", "map[…] (list mapping)"),
+    ("select{", "select{…}"),
+    ("select[", "select[…]"),
     ("sum[", "sum[…]"),
 )
 _COMPARE = ("==", "!=", "<=", ">=", ">", "<")
@@ -264,7 +274,9 @@ class _Parser:
         self.t = text
         self.n = len(text)
         self.depth = 0
-        self._memo: dict[tuple[str, int], tuple[Any, int] | None] = {}  # packrat: groups are tried twice
+        self._memo: dict[
+            tuple[str, int], tuple[Any, int] | None
+        ] = {}  # packrat: groups are tried twice
 
     def ws(self, i: int) -> int:
         while i < self.n and self.t[i] in _WS:
@@ -292,7 +304,7 @@ class _Parser:
         r = self.expression(0)
         if r is None or r[1] != self.n:
             at = 0 if r is None else r[1]
-            raise SyntaxProblem(f"parse error at column {at + 1} ({self.t[at:at + 20]!r})")
+            raise SyntaxProblem(f"parse error at column {at + 1} ({self.t[at : at + 20]!r})")
         return r[0]
 
     def expression(self, i: int) -> tuple[Any, int] | None:
@@ -381,7 +393,9 @@ class _Parser:
                     raise Unsupported(f"comparisons ({op}) are not supported")
         return r
 
-    def _binary(self, i: int, ops: str, lower: Callable[[int], tuple[Any, int] | None]) -> tuple[Any, int] | None:
+    def _binary(
+        self, i: int, ops: str, lower: Callable[[int], tuple[Any, int] | None]
+    ) -> tuple[Any, int] | None:
         r = lower(i)
         if r is None:
             return None
@@ -440,7 +454,9 @@ class _Parser:
             raise Unsupported("'merge' is not supported")
         if self.at(i, "auto"):
             raise Unsupported("'auto' is not supported")
-        if self.at(i, "lambda") and (self.req_ws(i + 6) is not None or self.at(self.ws(i + 6), "|")):
+        if self.at(i, "lambda") and (
+            self.req_ws(i + 6) is not None or self.at(self.ws(i + 6), "|")
+        ):
             raise Unsupported("lambda expressions are not supported")
         return self.chained(i)
 
@@ -460,7 +476,9 @@ class _Parser:
         try:
             return Lit(json.loads(raw)), j + 1
         except ValueError:
-            raise SyntaxProblem(f"invalid string literal {raw[:40]!r} (JSON escapes only)") from None
+            raise SyntaxProblem(
+                f"invalid string literal {raw[:40]!r} (JSON escapes only)"
+            ) from None
 
     def chained(self, i: int) -> tuple[Any, int] | None:
         t = self.t
@@ -498,7 +516,9 @@ class _Parser:
             text = t[i:k]
             path = _path_components(text)
             if path[0] in SPECIAL_NAMES:
-                raise Unsupported(f"the special reference {SPECIAL_NAMES[path[0]]} is not supported")
+                raise Unsupported(
+                    f"the special reference {SPECIAL_NAMES[path[0]]} is not supported"
+                )
             node = Ref(path, text)
         if self.at(k, "(") or self.at(k, "*("):
             name = node.text if isinstance(node, Ref) else "(…)"
@@ -604,13 +624,27 @@ def _number(v: Any) -> bool:
 
 
 def arithmetic(op: str, a: Any, b: Any) -> Any:
-    name = {"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division", "%": "modulo"}[op]
+    name = {
+        "+": "addition",
+        "-": "subtraction",
+        "*": "multiplication",
+        "/": "division",
+        "%": "modulo",
+    }[op]
     if isinstance(a, str) and op != "%":
         if _is_ip(a):
-            raise Unsupported(f"IP address / CIDR arithmetic ({name} on {a[:40]!r}) is not supported")
-        raise EvalFailed(f"the first operand of {name} must be a number (or an IP address), got the string {a[:40]!r}")
+            raise Unsupported(
+                f"IP address / CIDR arithmetic ({name} on {a[:40]!r}) is not supported"
+            )
+        raise EvalFailed(
+            f"the first operand of {name} must be a number (or an IP address), got the string {a[:40]!r}"
+        )
     if op == "%":
-        if not (isinstance(a, int) and isinstance(b, int)) or isinstance(a, bool) or isinstance(b, bool):
+        if (
+            not (isinstance(a, int) and isinstance(b, int))
+            or isinstance(a, bool)
+            or isinstance(b, bool)
+        ):
             raise EvalFailed(f"modulo needs integers, got {_type(a)} and {_type(b)}")
     elif not (_number(a) and _number(b)):
         raise EvalFailed(f"{name} needs numbers, got {_type(a)} and {_type(b)}")
@@ -628,7 +662,9 @@ def arithmetic(op: str, a: Any, b: Any) -> Any:
             q = q if (a >= 0) == (b >= 0) else -q
             r = q if op == "/" else a - b * q
         if not INT64[0] <= r <= INT64[1]:
-            raise Unsupported(f"{name} overflows 64-bit integers (spiff would wrap around silently)")
+            raise Unsupported(
+                f"{name} overflows 64-bit integers (spiff would wrap around silently)"
+            )
         return r
     x, y = float(a), float(b)
     if op == "+":
@@ -721,12 +757,16 @@ class Document:
 
     def _evaluate_at(self, loc: Loc, text: str) -> Any:
         if loc in self._busy:
-            cycle = self._busy[self._busy.index(loc):] + [loc]
+            cycle = self._busy[self._busy.index(loc) :] + [loc]
             raise NodeFailed(
-                "the expressions refer to each other in a cycle: " + " -> ".join(self.label(c) for c in cycle), loc
+                "the expressions refer to each other in a cycle: "
+                + " -> ".join(self.label(c) for c in cycle),
+                loc,
             )
         if len(self._busy) >= MAX_CHAIN:
-            raise NodeFailed(f"more than {MAX_CHAIN} expressions refer to one another in a chain", loc)
+            raise NodeFailed(
+                f"more than {MAX_CHAIN} expressions refer to one another in a chain", loc
+            )
         self._busy.append(loc)
         try:
             return self.evaluate(parse(text), loc)
@@ -771,7 +811,9 @@ class Document:
         if isinstance(out, (str, list)) and out is not a:
             self._built += len(out)
             if self._built > MAX_BUILT:
-                raise Unsupported(f"the expressions build more than {MAX_BUILT} characters or list entries")
+                raise Unsupported(
+                    f"the expressions build more than {MAX_BUILT} characters or list entries"
+                )
         return out
 
     def _follow(self, base: Loc, steps: tuple[str, ...], ref: Ref) -> Any:
@@ -787,9 +829,15 @@ class Document:
                     here = node
             nxt = _step(here, step)
             if nxt is None:
-                shown = ".".join(ref.path[: len(ref.path) - len(steps) + n + 1]).lstrip(".").replace(".[", "[")
-                raise EvalFailed(f"{show(ref.text)} refers to {shown!r}, which is not in the merged values "
-                                 "(defaults + values)")
+                shown = (
+                    ".".join(ref.path[: len(ref.path) - len(steps) + n + 1])
+                    .lstrip(".")
+                    .replace(".[", "[")
+                )
+                raise EvalFailed(
+                    f"{show(ref.text)} refers to {shown!r}, which is not in the merged values "
+                    "(defaults + values)"
+                )
             key, here = nxt
             if here_loc is not None:
                 here_loc = here_loc + (key,)
@@ -801,9 +849,13 @@ class Document:
         except NodeFailed:
             raise
         except Unsupported as e:
-            raise Unsupported(f"{self.label(loc)} is {written(self.node(loc))}: {e.message}") from None
+            raise Unsupported(
+                f"{self.label(loc)} is {written(self.node(loc))}: {e.message}"
+            ) from None
         except ExpressionError as e:
-            raise NodeFailed(f"{self.label(loc)} is {written(self.node(loc))}, which fails: {e.message}", loc) from None
+            raise NodeFailed(
+                f"{self.label(loc)} is {written(self.node(loc))}, which fails: {e.message}", loc
+            ) from None
 
     def reference(self, ref: Ref, loc: Loc) -> Any:
         first = ref.path[0]
@@ -814,10 +866,14 @@ class Document:
         for scope in self._scopes(loc):
             if first in self.node(scope):
                 if scope == () and first == RULES_KEY:
-                    raise Unsupported(f"{RULES_KEY} is where upstream keeps the rules; it cannot be referenced")
+                    raise Unsupported(
+                        f"{RULES_KEY} is where upstream keeps the rules; it cannot be referenced"
+                    )
                 self._note_own_field(scope, first, loc)
                 return self._follow(scope + (first,), ref.path[1:], ref)
-        raise EvalFailed(f"{show(ref.text)} refers to {first!r}, which is not in the merged values (defaults + values)")
+        raise EvalFailed(
+            f"{show(ref.text)} refers to {first!r}, which is not in the merged values (defaults + values)"
+        )
 
     def _note_own_field(self, scope: Loc, name: str, loc: Loc) -> None:
         if len(scope) == 2 and scope[0] == RULES_KEY and isinstance(scope[1], int):
@@ -846,6 +902,16 @@ def _step(here: Any, step: str) -> tuple[Any, Any] | None:
 
 
 __all__ = [
-    "Document", "EvalFailed", "ExpressionError", "NodeFailed", "OwnField", "RULES_KEY", "SyntaxProblem",
-    "Unsupported", "classify", "is_expression", "parse", "show",
+    "Document",
+    "EvalFailed",
+    "ExpressionError",
+    "NodeFailed",
+    "OwnField",
+    "RULES_KEY",
+    "SyntaxProblem",
+    "Unsupported",
+    "classify",
+    "is_expression",
+    "parse",
+    "show",
 ]

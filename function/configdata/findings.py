@@ -18,7 +18,9 @@ class Finding:
 
     code: str  # stable kind, e.g. "MissingTypeMeta", "YAML11Scalar", "SchemaViolation"
     message: str
-    rule: str | None = None  # "configuration.rules[2]", "localization[0].tag", "configuration.defaults"
+    rule: str | None = (
+        None  # "configuration.rules[2]", "localization[0].tag", "configuration.defaults"
+    )
     file: str | None = None  # the rule's file, when it has one
     path: str | None = None  # the target path in that file, or the value's path
 
