@@ -33,7 +33,7 @@ from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.tag import Tag
 
-from function.yamlio import YamlError, _fix_surrogates, check_expansion, load_all
+from function.yamlio import MAX_BYTES, MAX_DEPTH, YamlError, _fix_surrogates, _to_text, check_expansion
 
 _GO_MAP: dict[str, Any] = {
     **{s: True for s in ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")},
@@ -254,20 +254,25 @@ class _Builder:
 
 def load_v1(data: bytes | str, where: str) -> tuple[Any, tuple[Retyped, ...]]:
     """One YAML document read as ocm-controller v1 read ConfigData (go-yaml v2, YAML 1.1),
-    with the plain scalars a YAML 1.2 reader types differently. :mod:`function.yamlio`'s caps
-    (size, alias expansion, depth, validity) are applied first."""
-    docs = load_all(data, where)
-    if len(docs) != 1:
-        raise YamlError(where, f"must hold exactly one YAML document, found {len(docs)}")
-    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    with the plain scalars a YAML 1.2 reader types differently. One parse, under
+    :mod:`function.yamlio`'s caps and messages (size, UTF-8, depth, alias expansion)."""
+    text = _to_text(data, where, MAX_BYTES)
     y = YAML(typ="safe", pure=True)
     y.Resolver = _PlainResolver
-    try:
-        nodes = [n for n in y.compose_all(io.StringIO(text)) if n is not None]
-    except YAMLError as e:  # pragma: no cover - load_all above parsed it already
-        raise YamlError(where, f"is not valid YAML: {type(e).__name__}") from None
     b = _Builder(where)
-    value = b.build(nodes[0], "") if nodes else None
+    try:
+        docs = [b.build(n, "") for n in y.compose_all(io.StringIO(text)) if n is not None]
+    except YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or type(e).__name__
+        raise YamlError(where, f"is not valid YAML{at}: {problem}") from None
+    except RecursionError:
+        raise YamlError(where, f"nests deeper than {MAX_DEPTH} levels") from None
+    docs = [d for d in docs if d is not None]
+    if len(docs) != 1:
+        raise YamlError(where, f"must hold exactly one YAML document, found {len(docs)}")
+    value = docs[0]
     if check_expansion(value, where):
         value = _fix_surrogates(value, where)
     return value, tuple(b.retyped)

@@ -119,4 +119,4 @@ def test_yaml_1_1_reader_refuses_what_json_cannot_carry():
     assert cd.metadata == {"a": 16, "b": 1.0, "c": "1"}
     with pytest.raises(InvalidConfigData) as e:
         parse_configdata(BASE + "metadata: {a: !!int x}\n", "ConfigData a.yaml")
-    assert "is not valid YAML" in str(e.value)
+    assert "cannot decode 'x' as !!int" in str(e.value)
