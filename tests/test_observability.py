@@ -31,7 +31,7 @@ from test_soak import Server, claim, drive, request
 
 from function import metrics
 from function.fn import FunctionRunner
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.render import render
 from function.sources import SourceFactory
 
@@ -101,13 +101,6 @@ def test_cache_statistics_and_registry_latency_from_the_real_registry(proxy) -> 
     assert sample(after, "sack8s_cache_hits_total") > sample(before, "sack8s_cache_hits_total")
     assert sample(after, "sack8s_cache_registry_requests_total") >= len(proxy.requests) > 0
     assert sample(after, "sack8s_results_total", {"severity": "Fatal", "reason": "ComponentSourceUnavailable"}) >= 1
-
-
-def test_registry_client_is_instrumented() -> None:
-    from function.ocm.oci.client import RegistryClient
-
-    assert metrics.instrument_registry_client()
-    assert getattr(RegistryClient.get, "__sack8s_instrumented__", False)
 
 
 def test_label_values_are_bounded() -> None:

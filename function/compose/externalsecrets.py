@@ -1,4 +1,4 @@
-"""External Secrets Operator ``ExternalSecret`` objects (``external-secrets.io/v1`` only).
+r"""External Secrets Operator ``ExternalSecret`` objects (``external-secrets.io/v1`` only).
 
 Secret *values* never pass through the function: the claim names a store ops allows and a
 remote key under an allowed prefix, and ESO fetches the value in the cluster. Registry
@@ -9,7 +9,8 @@ into) the document.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from function.api.claim import RegistryCredential, RemoteRef
 from function.compose import names
@@ -47,12 +48,17 @@ def docker_config_template(hosts: Iterable[str]) -> str:
     Hosts come from the policy allowlist and image references (validated host[:port]), never
     from secret data; username and password only ever pass through ``dict``/``toJson``.
     """
-    entry = '(dict "username" .username "password" .password "auth" (printf "%s:%s" .username .password | b64enc))'
+    entry = (
+        '(dict "username" .username "password" .password '
+        '"auth" (printf "%s:%s" .username .password | b64enc))'
+    )
     pairs = " ".join(f'"{h}" {entry}' for h in sorted(set(hosts)))
     return '{{ dict "auths" (dict ' + pairs + ") | toJson }}"
 
 
-def _registry_secret(ctx: Context, name: str, namespace: str, cred: RegistryCredential, hosts: list[str]) -> dict[str, Any]:
+def _registry_secret(
+    ctx: Context, name: str, namespace: str, cred: RegistryCredential, hosts: list[str]
+) -> dict[str, Any]:
     if cred.format == "dockerConfigJson":
         data = [{"secretKey": "dockerconfigjson", "remoteRef": _remote(cred.remoteRef)}]
         template = "{{ .dockerconfigjson | toString }}"
@@ -88,12 +94,18 @@ def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
     creds = ctx.spec.credentials
     if creds and creds.repository:
         out[key_repository()] = _registry_secret(
-            ctx, ctx.repository_secret_name, ctx.deploy_namespace, creds.repository, [ctx.repository.host]
+            ctx,
+            ctx.repository_secret_name,
+            ctx.deploy_namespace,
+            creds.repository,
+            [ctx.repository.host],
         )
     if creds and creds.pull:
         hosts = image_hosts or [ctx.repository.host]
         for ns in ctx.targets:
-            out[key_pull(ns.name)] = _registry_secret(ctx, ctx.pull_secret_name, ns.name, creds.pull, hosts)
+            out[key_pull(ns.name)] = _registry_secret(
+                ctx, ctx.pull_secret_name, ns.name, creds.pull, hosts
+            )
     for s in ctx.spec.secrets:
         ns = s.namespace or ctx.primary_namespace
         spec: dict[str, Any] = {
@@ -104,7 +116,9 @@ def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
         if s.type:
             spec["target"]["template"] = {"type": s.type, "engineVersion": "v2"}
         if s.data:
-            spec["data"] = [{"secretKey": d.secretKey, "remoteRef": _remote(d.remoteRef)} for d in s.data]
+            spec["data"] = [
+                {"secretKey": d.secretKey, "remoteRef": _remote(d.remoteRef)} for d in s.data
+            ]
         if s.dataFrom:
             spec["dataFrom"] = [{"extract": _remote(d)} for d in s.dataFrom]
         out[key_service(ns, s.name)] = {

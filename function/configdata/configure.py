@@ -27,17 +27,18 @@ import copy
 import datetime
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, NoReturn
+from typing import Any, Literal, NoReturn
 
 import jsonschema
 import referencing
 import referencing.exceptions
 from jsonschema.exceptions import SchemaError
 
+from function.cache import memo
 from function.configdata import expressions as spiff
 from function.configdata.findings import Finding
-from function.configdata.memo import VALIDATORS
 from function.configdata.model import ConfigData
 from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
@@ -51,7 +52,7 @@ MERGED = "merged values (defaults + values)"
 
 
 def deep_merge(base: Any, over: Any) -> Any:
-    """yq ``*``: maps merge key by key, everything else (lists included) is replaced."""
+    """Yq ``*``: maps merge key by key, everything else (lists included) is replaced."""
     if isinstance(base, Mapping) and isinstance(over, Mapping):
         out = {k: copy.deepcopy(v) for k, v in base.items()}
         for k, v in over.items():
@@ -93,16 +94,11 @@ def validator_for(schema: Any) -> jsonschema.protocols.Validator:
         key: Any = ("schema", json.dumps(schema, sort_keys=True, separators=(",", ":")))
     except (TypeError, ValueError):
         key = None
-    v = VALIDATORS.get(key) if key is not None else None
-    if v is None:
-        v = _validator_for(schema)
-        if key is not None:
-            VALIDATORS.put(key, v, 4 * len(key[1]) + 2000)
-    return v
+    return memo("validators", key, lambda: _validator_for(schema), lambda _: 4 * len(key[1]) + 2000)
 
 
 def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
-    if not isinstance(schema, (dict, bool)):
+    if not isinstance(schema, dict | bool):
         raise InvalidConfigData(
             SCHEMA_WHERE, f"must be a JSON Schema object, got {type(schema).__name__}"
         )
@@ -402,6 +398,12 @@ def configure(
             for p in problems
         ]
     return Configured(tuple(subs), tuple(findings), merged)
+
+
+def document(cd: ConfigData, values: Mapping[str, Any] | None) -> spiff.Document:
+    """The spiff document upstream evaluated (merged values, and the rules under
+    :data:`RULES`, rule ``i``'s value at ``(RULES, i, "value")``), not evaluated yet."""
+    return _Run(cd, values).doc
 
 
 def plan_configuration(

@@ -7,15 +7,18 @@ No file or network I/O happens here: callers pass bytes in and get text and chan
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from function.configdata.configure import SchemaViolations, configure as configure_values
+from function.configdata.configure import SchemaViolations
+from function.configdata.configure import configure as configure_values
 from function.configdata.findings import Finding
-from function.configdata.localize import Locate, plan_localization
+from function.configdata.localize import plan_localization
 from function.configdata.model import ConfigData
 from function.configdata.substitution import Change, Substitution
 from function.configdata.yamlfile import YamlFile, apply, dump_file, load_file
+from function.ocm.access import ImageTable
 from function.ocm.model import ComponentVersion
 
 
@@ -46,21 +49,23 @@ def plan(
     values: Mapping[str, Any] | None = None,
     localize: bool = True,
     configure: bool = True,
-    locate: Locate | None = None,
+    images: ImageTable | None = None,
     only_file: str | None = None,
     schema_violations: SchemaViolations = "Fatal",
 ) -> Plan:
     """Every substitution the ConfigData asks for, localization first (upstream order).
 
+    ``images``: the request's resolved image references (default: computed from ``component``).
     ``schema_violations="Warning"`` (the ops policy switch, the CLI flag) turns schema
-    violations of the values into findings instead of an error."""
+    violations of the values into findings instead of an error.
+    """
     subs: list[Substitution] = []
     warnings: list[str] = []
     findings: list[Finding] = list(cd.findings)
     if localize and cd.localization:
         if component is None:
             raise ValueError("localization needs a component")
-        loc = plan_localization(cd, component, locate, only_file=only_file)
+        loc = plan_localization(cd, component, images, only_file=only_file)
         subs.extend(loc.substitutions)
         warnings.extend(loc.warnings)
     if configure:
@@ -78,8 +83,12 @@ class FileResult:
     findings: tuple[Finding, ...] = ()
 
 
-def apply_to_file(text: bytes | str, file: str, substitutions: Iterable[Substitution]) -> FileResult:
-    """Apply the substitutions that address ``file`` to its text; the rest are returned unapplied."""
+def apply_to_file(
+    text: bytes | str, file: str, substitutions: Iterable[Substitution]
+) -> FileResult:
+    """Apply the substitutions that address ``file`` to its text; the rest are returned
+    unapplied.
+    """
     f: YamlFile = load_file(text, file)
     changes: list[Change] = []
     other: list[Substitution] = []

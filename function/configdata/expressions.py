@@ -42,7 +42,10 @@ import ipaddress
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from function.cache import memo
 
 MAX_EXPRESSION = 4096  # characters of one expression (after interpolation)
 MAX_DEPTH = 32  # nesting of parentheses in one expression
@@ -530,24 +533,19 @@ class _Parser:
         return node, k
 
 
-_PARSED: dict[str, Any] = {}
-
-
 def parse(text: str) -> Any:
-    """The AST of one dynaml expression (memoised: ConfigData repeats few distinct ones)."""
-    hit = _PARSED.get(text)
-    if hit is not None:
-        return hit
+    """The AST of one dynaml expression (memoised per request in the ``expressions`` table:
+    ConfigData repeats few distinct ones)."""
     if len(text) > MAX_EXPRESSION:
         raise Unsupported(f"expression is longer than {MAX_EXPRESSION} characters")
+    return memo("expressions", ("dynaml", text), lambda: _parse(text), lambda _: 200 + 8 * len(text))
+
+
+def _parse(text: str) -> Any:
     try:
-        node = _Parser(text).parse()
+        return _Parser(text).parse()
     except RecursionError:  # pragma: no cover - MAX_DEPTH stops it first
         raise Unsupported(f"expression nests deeper than {MAX_DEPTH} levels") from None
-    if len(_PARSED) > 4096:
-        _PARSED.clear()
-    _PARSED[text] = node
-    return node
 
 
 def written(value: Any, limit: int = 80) -> str:
@@ -878,6 +876,82 @@ class Document:
     def _note_own_field(self, scope: Loc, name: str, loc: Loc) -> None:
         if len(scope) == 2 and scope[0] == RULES_KEY and isinstance(scope[1], int):
             self.own_fields.append(OwnField(loc, scope[1], name, name in self.root))
+
+    # -- what refers to what, without evaluating
+
+    def reads(self, loc: Loc) -> set[Loc]:
+        """The places the expressions at and under ``loc`` refer to, directly or through the
+        expressions found there (a default that is itself ``(( image.tag ))``).
+
+        Static, with :meth:`reference`'s scoping: nothing is evaluated, so both sides of
+        ``||`` count and so does a place only an error path would reach; a reference that
+        does not resolve reads nothing. A path through an expression stops at it (what it
+        refers to is read). Used to tell which values a rule consumes; never raises.
+        """
+        out: set[Loc] = set()
+        todo, seen = [loc], set()
+        while todo:
+            here = todo.pop()
+            if here in seen:
+                continue
+            seen.add(here)
+            node = self.node(here)
+            if isinstance(node, dict):
+                todo.extend(here + (k,) for k in node)
+                continue
+            if isinstance(node, list):
+                todo.extend(here + (i,) for i in range(len(node)))
+                continue
+            if not is_expression(node):
+                continue
+            try:
+                tree = parse(classify(node)[1])
+            except (ExpressionError, RecursionError):
+                continue
+            for ref in _refs(tree):
+                target = self._static_target(ref, here)
+                if target is not None:
+                    out.add(target)
+                    todo.append(target)
+        return out
+
+    def _static_target(self, ref: Ref, loc: Loc) -> Loc | None:
+        first, steps = ref.path[0], ref.path[1:]
+        if first == "":
+            base: Loc | None = ()
+        else:
+            base = next(
+                (
+                    scope + (first,)
+                    for scope in self._scopes(loc)
+                    if first in self.node(scope) and not (scope == () and first == RULES_KEY)
+                ),
+                None,
+            )
+        if base is None:
+            return None
+        here = base
+        for step in steps:
+            node = self.node(here)
+            if is_expression(node):
+                return here  # the rest follows a computed value: what it refers to is read
+            nxt = _step(node, step)
+            if nxt is None:
+                return None
+            here = here + (nxt[0],)
+        return here
+
+
+def _refs(tree: Any) -> list[Ref]:
+    """The references in a parsed expression, left to right."""
+    out, todo = [], [tree]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, Ref):
+            out.append(n)
+        elif isinstance(n, Concat | Arith | Or):
+            todo += [n.b, n.a]
+    return out
 
 
 def _step(here: Any, step: str) -> tuple[Any, Any] | None:
