@@ -48,7 +48,9 @@ class _Representer(SafeRepresenter):
     """Strings a YAML 1.1 reader (kubectl, Helm, sigs.k8s.io/yaml) would retype are quoted."""
 
     def represent_str(self, data: str) -> Any:
-        return self.represent_scalar("tag:yaml.org,2002:str", data, style="'" if needs_quotes(data) else None)
+        return self.represent_scalar(
+            "tag:yaml.org,2002:str", data, style="'" if needs_quotes(data) else None
+        )
 
 
 _Representer.add_representer(str, _Representer.represent_str)

@@ -33,18 +33,26 @@ from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.tag import Tag
 
-from function.yamlio import MAX_BYTES, MAX_DEPTH, YamlError, _fix_surrogates, _to_text, check_expansion
+from function.yamlio import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    YamlError,
+    _fix_surrogates,
+    _to_text,
+    check_expansion,
+)
 
 _GO_MAP: dict[str, Any] = {
-    **{s: True for s in ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")},
-    **{
-        s: False
-        for s in ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")
-    },
-    **{s: None for s in ("", "~", "null", "Null", "NULL")},
-    **{s: math.nan for s in (".nan", ".NaN", ".NAN")},
-    **{s: math.inf for s in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
-    **{s: -math.inf for s in ("-.inf", "-.Inf", "-.INF")},
+    **dict.fromkeys(
+        ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True
+    ),
+    **dict.fromkeys(
+        ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False
+    ),
+    **dict.fromkeys(("", "~", "null", "Null", "NULL")),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
 }
 _GO_INT = re.compile(r"[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)")
 _GO_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
@@ -52,12 +60,12 @@ _GO_DOT_FLOAT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?")
 _CORE_INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
 _CORE_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
 _CORE_SPECIAL = {
-    **{s: math.inf for s in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
-    **{s: -math.inf for s in ("-.inf", "-.Inf", "-.INF")},
-    **{s: math.nan for s in (".nan", ".NaN", ".NAN")},
-    **{s: None for s in ("", "~", "null", "Null", "NULL")},
-    **{s: True for s in ("true", "True", "TRUE")},
-    **{s: False for s in ("false", "False", "FALSE")},
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
+    **dict.fromkeys(("", "~", "null", "Null", "NULL")),
+    **dict.fromkeys(("true", "True", "TRUE"), True),
+    **dict.fromkeys(("false", "False", "FALSE"), False),
 }
 _R11 = VersionedResolver(version=(1, 1))
 _R12 = VersionedResolver(version=(1, 2))
@@ -123,7 +131,8 @@ def _same(a: Any, b: Any) -> bool:
 
 def needs_quotes(s: str) -> bool:
     """Would any YAML 1.1 or 1.2 reader take the plain scalar ``s`` for something else than
-    the string ``s``? Then it must be written quoted."""
+    the string ``s``? Then it must be written quoted.
+    """
     if s in ("=", "<<") or not s:
         return True
     if not _same(goyaml_v2(s), s) or not _same(core_12(s), s):
@@ -162,7 +171,7 @@ def _key_text(key: Any) -> Any:
         return "true" if key else "false"
     if key is None:
         return "null"
-    if isinstance(key, (int, float)):
+    if isinstance(key, int | float):
         return str(key) if not isinstance(key, float) or not key.is_integer() else str(int(key))
     return key
 
@@ -211,10 +220,11 @@ class _Builder:
                             merged.setdefault(k, v)  # earlier sources win (YAML merge key)
                     continue
                 key = _key_text(self.build(knode, path))
-                if isinstance(key, (list, dict)):
+                if isinstance(key, list | dict):
                     raise YamlError(
                         self.where,
-                        f"{path or '(top level)'}: a map key must be a scalar, not a {type(key).__name__}",
+                        f"{path or '(top level)'}: a map key must be a scalar, not a "
+                        f"{type(key).__name__}",
                     )
                 m[key] = self.build(vnode, _fmt(path, key))
             for k, v in merged.items():
@@ -240,7 +250,7 @@ class _Builder:
                 "int": isinstance(value, int) and not isinstance(value, bool),
                 "bool": isinstance(value, bool),
                 "null": value is None,
-                "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+                "float": isinstance(value, int | float) and not isinstance(value, bool),
             }
             if not ok[short]:
                 raise YamlError(self.where, f"{path}: cannot decode {text[:40]!r} as !!{short}")
@@ -255,7 +265,8 @@ class _Builder:
 def load_v1(data: bytes | str, where: str) -> tuple[Any, tuple[Retyped, ...]]:
     """One YAML document read as ocm-controller v1 read ConfigData (go-yaml v2, YAML 1.1),
     with the plain scalars a YAML 1.2 reader types differently. One parse, under
-    :mod:`function.yamlio`'s caps and messages (size, UTF-8, depth, alias expansion)."""
+    :mod:`function.yamlio`'s caps and messages (size, UTF-8, depth, alias expansion).
+    """
     text = _to_text(data, where, MAX_BYTES)
     y = YAML(typ="safe", pure=True)
     y.Resolver = _PlainResolver

@@ -382,8 +382,11 @@ def test_engine_findings_go_to_stderr(tmp_path):
     assert r.exit_code == 0, r.stderr
     assert "NAME: subst-0" in r.stdout
     warnings = r.stderr.splitlines()
-    assert [w.split(":")[1].strip() for w in warnings] == ["warning"] * 4, warnings
+    assert [w.split(":")[1].strip() for w in warnings] == ["warning"] * 5, warnings
     assert "apiVersion and kind are missing" in warnings[0]
     assert "configuration.defaults.list[1]: the unquoted 'y' is read as true" in warnings[1]
     assert "configuration.defaults.unused: (( nothere )) refers to 'nothere'" in warnings[2]
     assert "(( name )) resolves to this rule's own field name ('subst-0')" in warnings[3]
+    # (( name )) is the rule's own field, so the values' only key lands nowhere
+    assert warnings[4].endswith("reach no configuration rule of the ConfigData (for any file), "
+                                "so they are never applied: message")

@@ -118,7 +118,8 @@ def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
 
 def violations(validator: Any, instance: Any, *, label: str, skip_required: bool) -> list[str]:
     """Every schema violation of ``instance``, each naming the value path and the schema rule
-    (``label.path: message (schema rule …)``)."""
+    (``label.path: message (schema rule …)``).
+    """
     try:
         errors = sorted(
             (
@@ -135,11 +136,12 @@ def violations(validator: Any, instance: Any, *, label: str, skip_required: bool
     except (
         referencing.exceptions.Unresolvable,
         jsonschema.exceptions._WrappedReferencingError,
-    ) as e:  # noqa: SLF001
+    ) as e:
         ref = getattr(e, "ref", None) or getattr(getattr(e, "_wrapped", None), "ref", None) or "?"
         raise InvalidConfigData(
             SCHEMA_WHERE,
-            f"has a $ref that cannot be resolved ({str(ref)[:100]}); only references inside the schema are allowed",
+            f"has a $ref that cannot be resolved ({str(ref)[:100]}); only references inside the "
+            "schema are allowed",
         ) from None
     return [f"{_value_path(label, e.absolute_path)}: {_message(e)}" for e in errors]
 
@@ -156,7 +158,8 @@ def validate(validator: Any, instance: Any, *, label: str, skip_required: bool) 
 
 def _as_upstream(value: Any, where: str) -> Any:
     """Values as upstream's JSON round trip left them (integral floats are integers, dates
-    are their text), with the keys spiff would treat specially refused."""
+    are their text), with the keys spiff would treat specially refused.
+    """
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, float):
@@ -165,7 +168,7 @@ def _as_upstream(value: Any, where: str) -> Any:
             if math.isfinite(value) and value.is_integer() and abs(value) < 2**63
             else value
         )
-    if isinstance(value, (datetime.date, datetime.datetime)):
+    if isinstance(value, datetime.date | datetime.datetime):
         return value.isoformat()
     if isinstance(value, Mapping):
         out = {}
@@ -176,7 +179,7 @@ def _as_upstream(value: Any, where: str) -> Any:
                 )
             out[k] = _as_upstream(v, where)
         return out
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list | tuple):
         return [_as_upstream(v, where) for v in value]
     return value
 
@@ -237,7 +240,8 @@ class _Run:
         self.doc = spiff.Document({**merged, RULES: rules}, self.label)
 
     def rule_where(self, i: int, sub: tuple[Any, ...] = ()) -> str:
-        return f"ConfigData {_value_path(f'configuration.rules[{i}].value', sub)} (file {self.rules[i].file})"
+        value = _value_path(f"configuration.rules[{i}].value", sub)
+        return f"ConfigData {value} (file {self.rules[i].file})"
 
     def label(self, loc: spiff.Loc) -> str:
         if loc and loc[0] == RULES:
@@ -283,15 +287,16 @@ class _Run:
 
     def evaluated_values(self) -> tuple[dict[str, Any], list[Finding]]:
         """The merged values with every expression evaluated; one that fails is kept as
-        written and reported (no rule uses it: those were evaluated, and checked, first)."""
+        written and reported (no rule uses it: those were evaluated, and checked, first).
+        """
         findings: list[Finding] = []
 
         def walk(loc: spiff.Loc) -> Any:
             node = self.doc.node(loc)
             if isinstance(node, dict):
-                return {k: walk(loc + (k,)) for k in node}
+                return {k: walk((*loc, k)) for k in node}
             if isinstance(node, list):
-                return [walk(loc + (i,)) for i in range(len(node))]
+                return [walk((*loc, i)) for i in range(len(node))]
             if not isinstance(node, str) or spiff.classify(node)[0] == "plain":
                 return node
             try:
@@ -308,7 +313,8 @@ class _Run:
                     Finding(
                         "UnusedExpressionFails",
                         f"ConfigData {label}: {what}; no rule uses this value, so it is ignored "
-                        "(ocm-controller v1 failed the whole configuration on it): fix or remove it",
+                        "(ocm-controller v1 failed the whole configuration on it): fix or "
+                        "remove it",
                         rule=label.split(".", 1)[0]
                         if label.startswith("values")
                         else "configuration.defaults",
@@ -349,7 +355,8 @@ def _own_field_warning(run: _Run, i: int, hits: list[spiff.OwnField]) -> str | N
     return (
         f"{run.rule_where(i)}: (( {h.field} )) resolves to this rule's own field {h.field} "
         f"({_short(own)}), as ocm-controller v1's spiff scoping did{shadow}: rename the value "
-        f"(e.g. app{h.field[:1].upper()}{h.field[1:]}) or write (( .{h.field} )) to refer to the values"
+        f"(e.g. app{h.field[:1].upper()}{h.field[1:]}) or write (( .{h.field} )) to refer to "
+        "the values"
     )
 
 
@@ -402,7 +409,8 @@ def configure(
 
 def document(cd: ConfigData, values: Mapping[str, Any] | None) -> spiff.Document:
     """The spiff document upstream evaluated (merged values, and the rules under
-    :data:`RULES`, rule ``i``'s value at ``(RULES, i, "value")``), not evaluated yet."""
+    :data:`RULES`, rule ``i``'s value at ``(RULES, i, "value")``), not evaluated yet.
+    """
     return _Run(cd, values).doc
 
 

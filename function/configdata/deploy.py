@@ -132,7 +132,14 @@ def mutation_for(
     """:func:`mutate` with the inputs spelled out (for callers outside the core)."""
     return mutate(
         MutationInput(
-            flavour, configdata, component, files, values, images, configdata_name, schema_violations
+            flavour,
+            configdata,
+            component,
+            files,
+            values,
+            images,
+            configdata_name,
+            schema_violations,
         )
     )
 

@@ -27,7 +27,8 @@ class Plan:
     """``warnings``: localization warnings (each is also on its substitution). ``findings``:
     what loading and configuration found, whichever files a deployable has; a substitution's
     own ``warning`` matters only where it is applied. :meth:`all_findings` is both, for tools
-    that look at the ConfigData as a whole (``sack8s check``)."""
+    that look at the ConfigData as a whole (``sack8s check``).
+    """
 
     substitutions: tuple[Substitution, ...]
     warnings: tuple[str, ...] = ()
@@ -35,9 +36,15 @@ class Plan:
 
     def all_findings(self) -> tuple[Finding, ...]:
         subs = tuple(
-            Finding("Rule", s.warning, rule=f"{s.rule}.{s.field}" if s.field != "path" else s.rule,
-                    file=s.file, path=str(s.path))
-            for s in self.substitutions if s.warning
+            Finding(
+                "Rule",
+                s.warning,
+                rule=f"{s.rule}.{s.field}" if s.field != "path" else s.rule,
+                file=s.file,
+                path=str(s.path),
+            )
+            for s in self.substitutions
+            if s.warning
         )
         return self.findings + subs
 
@@ -99,14 +106,18 @@ def apply_to_file(
         changes.append(apply(f, sub))
     findings = ()
     if changes and len(f.docs) > 1:
-        findings = (Finding(
-            "MultiDocumentFile",
-            f"{file} holds {len(f.docs)} YAML documents: every one is kept, and each rule writes into the one "
-            "document its path resolves in (ocm-controller v1 wrote back only the first document and dropped "
-            "the others)",
-            file=file,
-        ),)
-    return FileResult(dump_file(f) if changes else _as_text(text), tuple(changes), tuple(other), findings)
+        findings = (
+            Finding(
+                "MultiDocumentFile",
+                f"{file} holds {len(f.docs)} YAML documents: every one is kept, and each rule "
+                "writes into the one document its path resolves in (ocm-controller v1 wrote back "
+                "only the first document and dropped the others)",
+                file=file,
+            ),
+        )
+    return FileResult(
+        dump_file(f) if changes else _as_text(text), tuple(changes), tuple(other), findings
+    )
 
 
 def _as_text(text: bytes | str) -> str:

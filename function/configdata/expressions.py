@@ -41,8 +41,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from dataclasses import dataclass
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from function.cache import memo
@@ -65,7 +65,8 @@ Loc = tuple[Any, ...]
 
 class ExpressionError(Exception):
     """Base: ``message`` says what is wrong. ``at`` is the place of the expression that failed
-    and ``raw`` its text as written, both filled in by :meth:`Document.value`."""
+    and ``raw`` its text as written, both filled in by :meth:`Document.value`.
+    """
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -98,10 +99,11 @@ class NodeFailed(ExpressionError):
 
 
 def _join(
-    result: str, text: str, expr: str, final: bool, unescape: bool
+    result: str, text: str, expr: str, *, final: bool, unescape: bool
 ) -> tuple[bool, str, str, str]:
     """One step of spiff's ``addExpr``: append the text seen so far (as a JSON string literal)
-    and the expression just closed; ``((!…))`` stays text. Returns (found, result, text, expr)."""
+    and the expression just closed; ``((!…))`` stays text. Returns (found, result, text, expr).
+    """
     if unescape and expr.startswith("!"):
         text += "((" + expr[1:] + ")"
         expr = ""
@@ -119,8 +121,8 @@ def _join(
     return True, result + expr, "", ""
 
 
-def _interpolate(s: str, unescape: bool) -> tuple[str | None, str | None]:
-    """spiff's ``convertToExpression``: (plain text, None) or (None, one dynaml expression)."""
+def _interpolate(s: str, *, unescape: bool) -> tuple[str | None, str | None]:
+    """Spiff's ``convertToExpression``: (plain text, None) or (None, one dynaml expression)."""
     mask = quote = start = found = False
     ob = lvl = 0
     expr = text = result = ""
@@ -147,7 +149,9 @@ def _interpolate(s: str, unescape: bool) -> tuple[str | None, str | None]:
                     if ob == 2:
                         start = False
                         ob = 0
-                        added, result, text, expr = _join(result, text, expr, False, unescape)
+                        added, result, text, expr = _join(
+                            result, text, expr, final=False, unescape=unescape
+                        )
                         found = added or found
             elif c == '"':
                 quote = True
@@ -170,7 +174,7 @@ def _interpolate(s: str, unescape: bool) -> tuple[str | None, str | None]:
     if start:
         text += "((" + expr
         expr = ""
-    added, result, text, expr = _join(result, text, expr, True, unescape)
+    added, result, text, expr = _join(result, text, expr, final=True, unescape=unescape)
     found = added or found
     return (None, result) if found else (text, None)
 
@@ -184,10 +188,10 @@ def classify(s: str) -> tuple[str, str]:
         return "literal", "((" + sub[1:] + "))"
     if "((" not in s:
         return "plain", s
-    _, expr = _interpolate(s, False)
+    _, expr = _interpolate(s, unescape=False)
     if expr is not None:
         return "expr", expr
-    text, _ = _interpolate(s, True)
+    text, _ = _interpolate(s, unescape=True)
     if text is not None and text != s:
         return "literal", text
     return "plain", s
@@ -250,7 +254,7 @@ _COMPARE = ("==", "!=", "<=", ">=", ">", "<")
 
 
 def _path_components(ref: str) -> tuple[str, ...]:
-    """spiff ``PathComponents(ref, leading=true)``: ``a.b[0]`` → a, b, [0]; ``.a`` → "", a."""
+    """Spiff ``PathComponents(ref, leading=true)``: ``a.b[0]`` → a, b, [0]; ``.a`` → "", a."""
     path: list[str] = []
     comp = ""
     for c in ref:
@@ -271,7 +275,8 @@ def _path_components(ref: str) -> tuple[str, ...]:
 class _Parser:
     """A recursive-descent reading of ``dynaml.peg`` (ordered choice, no backtracking into a
     committed alternative), for the supported subset. Every method takes a position and
-    returns ``(node, new position)`` or ``None``."""
+    returns ``(node, new position)`` or ``None``.
+    """
 
     def __init__(self, text: str) -> None:
         self.t = text
@@ -321,7 +326,7 @@ class _Parser:
         try:
             j = self.ws(i)
             self._scoped(j)
-            if self.at(j, "|") and not self.at(j, "||") or re.match(r"\|\|\s*->", self.t[j:]):
+            if (self.at(j, "|") and not self.at(j, "||")) or re.match(r"\|\|\s*->", self.t[j:]):
                 raise Unsupported("lambda expressions (|x| -> …) are not supported")
             r = self.level7(i)
             return None if r is None else (r[0], self.ws(r[1]))
@@ -535,10 +540,13 @@ class _Parser:
 
 def parse(text: str) -> Any:
     """The AST of one dynaml expression (memoised per request in the ``expressions`` table:
-    ConfigData repeats few distinct ones)."""
+    ConfigData repeats few distinct ones).
+    """
     if len(text) > MAX_EXPRESSION:
         raise Unsupported(f"expression is longer than {MAX_EXPRESSION} characters")
-    return memo("expressions", ("dynaml", text), lambda: _parse(text), lambda _: 200 + 8 * len(text))
+    return memo(
+        "expressions", ("dynaml", text), lambda: _parse(text), lambda _: 200 + 8 * len(text)
+    )
 
 
 def _parse(text: str) -> Any:
@@ -598,7 +606,7 @@ def concatenate(a: Any, b: Any) -> Any:
     if isinstance(a, list):
         if isinstance(b, list):
             return a + b
-        return a if b is None else a + [b]
+        return a if b is None else [*a, b]
     if isinstance(a, dict):
         if isinstance(b, dict):
             return {**a, **b}
@@ -618,7 +626,7 @@ def _is_ip(s: str) -> bool:
 
 
 def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 def arithmetic(op: str, a: Any, b: Any) -> Any:
@@ -635,7 +643,8 @@ def arithmetic(op: str, a: Any, b: Any) -> Any:
                 f"IP address / CIDR arithmetic ({name} on {a[:40]!r}) is not supported"
             )
         raise EvalFailed(
-            f"the first operand of {name} must be a number (or an IP address), got the string {a[:40]!r}"
+            f"the first operand of {name} must be a number (or an IP address), got the string "
+            f"{a[:40]!r}"
         )
     if op == "%":
         if (
@@ -745,9 +754,9 @@ class Document:
                         e.at, e.raw = loc, n
                     raise
         elif isinstance(n, dict):
-            result = {k: self.value(loc + (k,)) for k in n}
+            result = {k: self.value((*loc, k)) for k in n}
         elif isinstance(n, list):
-            result = [self.value(loc + (i,)) for i in range(len(n))]
+            result = [self.value((*loc, i)) for i in range(len(n))]
         else:
             return n
         self._done[loc] = result
@@ -755,7 +764,7 @@ class Document:
 
     def _evaluate_at(self, loc: Loc, text: str) -> Any:
         if loc in self._busy:
-            cycle = self._busy[self._busy.index(loc) :] + [loc]
+            cycle = [*self._busy[self._busy.index(loc) :], loc]
             raise NodeFailed(
                 "the expressions refer to each other in a cycle: "
                 + " -> ".join(self.label(c) for c in cycle),
@@ -806,7 +815,7 @@ class Document:
 
     def _concatenate(self, a: Any, b: Any) -> Any:
         out = concatenate(a, b)
-        if isinstance(out, (str, list)) and out is not a:
+        if isinstance(out, str | list) and out is not a:
             self._built += len(out)
             if self._built > MAX_BUILT:
                 raise Unsupported(
@@ -838,7 +847,7 @@ class Document:
                 )
             key, here = nxt
             if here_loc is not None:
-                here_loc = here_loc + (key,)
+                here_loc = (*here_loc, key)
         return self._referenced(here_loc) if here_loc is not None else here
 
     def _referenced(self, loc: Loc) -> Any:
@@ -868,9 +877,10 @@ class Document:
                         f"{RULES_KEY} is where upstream keeps the rules; it cannot be referenced"
                     )
                 self._note_own_field(scope, first, loc)
-                return self._follow(scope + (first,), ref.path[1:], ref)
+                return self._follow((*scope, first), ref.path[1:], ref)
         raise EvalFailed(
-            f"{show(ref.text)} refers to {first!r}, which is not in the merged values (defaults + values)"
+            f"{show(ref.text)} refers to {first!r}, which is not in the merged values "
+            "(defaults + values)"
         )
 
     def _note_own_field(self, scope: Loc, name: str, loc: Loc) -> None:
@@ -897,10 +907,10 @@ class Document:
             seen.add(here)
             node = self.node(here)
             if isinstance(node, dict):
-                todo.extend(here + (k,) for k in node)
+                todo.extend((*here, k) for k in node)
                 continue
             if isinstance(node, list):
-                todo.extend(here + (i,) for i in range(len(node)))
+                todo.extend((*here, i) for i in range(len(node)))
                 continue
             if not is_expression(node):
                 continue
@@ -922,7 +932,7 @@ class Document:
         else:
             base = next(
                 (
-                    scope + (first,)
+                    (*scope, first)
                     for scope in self._scopes(loc)
                     if first in self.node(scope) and not (scope == () and first == RULES_KEY)
                 ),
@@ -938,7 +948,7 @@ class Document:
             nxt = _step(node, step)
             if nxt is None:
                 return None
-            here = here + (nxt[0],)
+            here = (*here, nxt[0])
         return here
 
 
@@ -955,8 +965,9 @@ def _refs(tree: Any) -> list[Ref]:
 
 
 def _step(here: Any, step: str) -> tuple[Any, Any] | None:
-    """spiff ``nextStep``: a map key; on a list ``[n]`` (negative from the end) or the entry
-    whose ``name`` (or ``key:value`` selector's key) equals the step. (key, node) or None."""
+    """Spiff ``nextStep``: a map key; on a list ``[n]`` (negative from the end) or the entry
+    whose ``name`` (or ``key:value`` selector's key) equals the step. (key, node) or None.
+    """
     if isinstance(here, dict):
         return (step, here[step]) if step in here else None
     if isinstance(here, list):
@@ -976,12 +987,12 @@ def _step(here: Any, step: str) -> tuple[Any, Any] | None:
 
 
 __all__ = [
+    "RULES_KEY",
     "Document",
     "EvalFailed",
     "ExpressionError",
     "NodeFailed",
     "OwnField",
-    "RULES_KEY",
     "SyntaxProblem",
     "Unsupported",
     "classify",

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Finding:
     """One warning. ``message`` is complete and starts with the place (``ConfigData
-    configuration.rules[0].value (file a.yaml): …``); the other fields locate it for tools."""
+    configuration.rules[0].value (file a.yaml): …``); the other fields locate it for tools.
+    """
 
     code: str  # stable kind, e.g. "MissingTypeMeta", "YAML11Scalar", "SchemaViolation"
     message: str

@@ -73,10 +73,15 @@ def helm_plain(node: Any) -> Any:
         out = {}
         for k, v in node.items():
             key = goyaml_v2(k) if type(k) is str else plain(k)
-            out[("true" if key else "false") if isinstance(key, bool) else key if isinstance(key, str) else str(k)] = (
-                helm_plain(v))
+            out[
+                ("true" if key else "false")
+                if isinstance(key, bool)
+                else key
+                if isinstance(key, str)
+                else str(k)
+            ] = helm_plain(v)
         return out
-    if isinstance(node, (list, tuple)):
+    if isinstance(node, list | tuple):
         return [helm_plain(v) for v in node]
     if type(node) is str:  # a plain scalar (quoted and block ones are ScalarStrings)
         return goyaml_v2(node)
@@ -85,7 +90,9 @@ def helm_plain(node: Any) -> Any:
     if isinstance(node, ScalarInt) and type(node) is ScalarInt and not isinstance(node, bool):
         width = getattr(node, "_width", None) or 0
         digits = str(abs(int(node)))
-        if width > len(digits) and int(node) >= 0:  # written with leading zeros: Go reads it as octal
+        if (
+            width > len(digits) and int(node) >= 0
+        ):  # written with leading zeros: Go reads it as octal
             text = digits.zfill(width)
             return int(text, 8) if set(text) <= set("01234567") else float(text)
     return plain(node)

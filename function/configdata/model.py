@@ -16,10 +16,9 @@ findings (:attr:`ConfigData.findings`), never silently.
 
 from __future__ import annotations
 
+import json
 import posixpath
 from typing import Any
-
-import json
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -156,32 +155,40 @@ def _retyped_finding(name: str, r: Retyped) -> Finding:
     v1, v12 = json.dumps(r.v1), json.dumps(r.v12)
     return Finding(
         "YAML11Scalar",
-        f"{name} {r.path}: the unquoted {r.text!r} is read as {v1} (YAML 1.1, as ocm-controller v1 and "
-        f"Kubernetes tools read it), where a YAML 1.2 reader sees {v12}: quote it if the string is meant, "
-        f"or write {v1}",
+        f"{name} {r.path}: the unquoted {r.text!r} is read as {v1} (YAML 1.1, as "
+        f"ocm-controller v1 and Kubernetes tools read it), where a YAML 1.2 reader sees {v12}: "
+        f"quote it if the string is meant, or write {v1}",
         path=r.path,
     )
 
 
-def _load_findings(name: str, doc: dict[str, Any], retyped: tuple[Retyped, ...]) -> tuple[Finding, ...]:
+def _load_findings(
+    name: str, doc: dict[str, Any], retyped: tuple[Retyped, ...]
+) -> tuple[Finding, ...]:
     out: list[Finding] = []
     missing = [k for k in ("apiVersion", "kind") if k not in doc]
     if missing:
         add = " and ".join(f"'{k}: {API_VERSION if k == 'apiVersion' else KIND}'" for k in missing)
-        out.append(Finding(
-            "MissingTypeMeta",
-            f"{name}: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing; read as a v1 "
-            f"ConfigData (ocm-controller v1 never checked {'it' if len(missing) == 1 else 'them'}): add {add}",
-            path=" ".join(missing),
-        ))
+        out.append(
+            Finding(
+                "MissingTypeMeta",
+                f"{name}: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                "missing; read as a v1 ConfigData (ocm-controller v1 never checked "
+                f"{'it' if len(missing) == 1 else 'them'}): add {add}",
+                path=" ".join(missing),
+            )
+        )
     out += [_retyped_finding(name, r) for r in retyped[:MAX_RETYPED_SHOWN]]
     if len(retyped) > MAX_RETYPED_SHOWN:
-        rest = ", ".join(r.path for r in retyped[MAX_RETYPED_SHOWN:MAX_RETYPED_SHOWN + 5])
-        out.append(Finding(
-            "YAML11Scalar",
-            f"{name}: {len(retyped) - MAX_RETYPED_SHOWN} more unquoted scalars are read as YAML 1.1 types "
-            f"that a YAML 1.2 reader types differently ({rest}, …): quote them if strings are meant",
-        ))
+        rest = ", ".join(r.path for r in retyped[MAX_RETYPED_SHOWN : MAX_RETYPED_SHOWN + 5])
+        out.append(
+            Finding(
+                "YAML11Scalar",
+                f"{name}: {len(retyped) - MAX_RETYPED_SHOWN} more unquoted scalars are read as "
+                f"YAML 1.1 types that a YAML 1.2 reader types differently ({rest}, …): quote them "
+                "if strings are meant",
+            )
+        )
     return tuple(out)
 
 
@@ -203,7 +210,10 @@ def _parse_configdata(data: bytes | str, name: str) -> ConfigData:
                 msg = "unknown field (not part of ConfigData)"
             r = by_path.get(_loc(err["loc"]))
             if r is not None:
-                msg += f" (the unquoted {r.text!r} is {json.dumps(r.v1)} in YAML 1.1, as upstream read it: quote it)"
+                msg += (
+                    f" (the unquoted {r.text!r} is {json.dumps(r.v1)} in YAML 1.1, as upstream "
+                    "read it: quote it)"
+                )
             problems.append(f"{_loc(err['loc'])}: {msg}")
         more = f" (and {e.error_count() - 5} more)" if e.error_count() > 5 else ""
         raise InvalidConfigData(name, "; ".join(problems) + more) from None

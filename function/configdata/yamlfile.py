@@ -169,7 +169,8 @@ _UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")
 
 def _styled(old: Any, new: Any) -> Any:
     """Keep the quoting of a replaced string scalar; quote what YAML 1.1 readers would retype;
-    turn plain containers into round-trip ones."""
+    turn plain containers into round-trip ones.
+    """
     if isinstance(new, str) and not isinstance(new, ScalarString):
         if any(c in new for c in _UNICODE_BREAKS):
             return DoubleQuotedScalarString(
