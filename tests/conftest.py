@@ -8,8 +8,11 @@ skipped; under ``SACK8S_STRICT=1`` (set by ``.ci/run``) a missing dependency fai
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,11 @@ CRDS = Path(os.environ.get("SACK8S_CRDS", SHARED / "crds"))
 CROSSPLANE = Path(os.environ.get("SACK8S_CROSSPLANE", SHARED / "tools" / "crossplane"))
 OCM_CLI = Path(os.environ.get("SACK8S_OCM_CLI", SHARED / "tools" / "ocm"))
 STRICT = os.environ.get("SACK8S_STRICT", "") not in ("", "0", "false")
+# The test tools ../shared/tools builds or unpacks (kube-apiserver, kube-controller-manager, Flux
+# source-/kustomize-controller, ESO, helm): install.sh puts them here, outside shared/.
+TOOLS_SRC = SHARED / "tools"
+TOOLS = Path(os.environ.get("SACK8S_TOOLS", Path.home() / ".cache" / "sack8s" / "tools"))
+_INSTALL_TRIED: set[str] = set()
 
 
 def need(condition: bool, what: str) -> None:
@@ -61,3 +69,56 @@ def crossplane_bin() -> Path:
 @pytest.fixture(scope="session")
 def ocm_bin() -> Path:
     return need_path(OCM_CLI, "OCM CLI", "SACK8S_OCM_CLI")
+
+
+def _tool_ready(name: str, versions: dict[str, str]) -> bool:
+    stamp = TOOLS / f".{name}.version"
+    return (TOOLS / name).exists() and stamp.exists() and stamp.read_text().strip() == versions[name]
+
+
+def need_tools(*names: str) -> Path:
+    """``$SACK8S_TOOLS`` holding ``names`` at the versions ``../shared/tools/VERSIONS`` pins.
+
+    What is missing is installed with ``install.sh`` once per session (under a lock on the
+    directory, so two sessions never install into it at once); a tool that is not shipped
+    unpacked is built from the Go module proxy, which takes minutes, and this says so.
+    """
+    install = need_path(TOOLS_SRC / "install.sh", "test tools (install.sh)", "SACK8S_SHARED")
+    versions = {
+        line.split()[0]: line.split()[1]
+        for line in (TOOLS_SRC / "VERSIONS").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    missing = [n for n in names if not _tool_ready(n, versions)]
+    todo = [n for n in missing if n not in _INSTALL_TRIED]
+    if todo:
+        _INSTALL_TRIED.update(todo)
+        TOOLS.mkdir(parents=True, exist_ok=True)
+        print(
+            f"\nsack8s tests: installing {' '.join(todo)} into {TOOLS} with {install} "
+            "(tools not shipped unpacked are built from the Go module proxy: minutes each)",
+            file=sys.__stderr__,
+            flush=True,
+        )
+        with open(TOOLS / ".install.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            todo = [n for n in todo if not _tool_ready(n, versions)]  # another session did it
+            p = (
+                subprocess.run(
+                    [str(install), str(TOOLS), *todo],
+                    capture_output=True,
+                    text=True,
+                    timeout=3600,
+                    check=False,
+                )
+                if todo
+                else None
+            )
+        if p is not None and p.returncode != 0:
+            print(f"install.sh failed:\n{p.stdout[-1500:]}{p.stderr[-1500:]}", file=sys.__stderr__)
+        missing = [n for n in names if not _tool_ready(n, versions)]
+    need(
+        not missing,
+        f"{', '.join(missing)} not installed in {TOOLS} by {install} (set SACK8S_TOOLS)",
+    )
+    return TOOLS

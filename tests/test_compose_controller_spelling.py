@@ -1,4 +1,4 @@
-"""What the function composes is what ESO, Flux and the OCM controller keep (issue 19, items 4 and 7).
+"""What the function composes is what ESO, Flux and the OCM controller keep (issue 19, items 4, 7).
 
 Durations are spelled as Go's ``time.Duration.String()`` prints them, because ESO and the OCM
 controller write them back that way (``reference/observed.md`` items 4 and 8); the e2e suite
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -69,7 +70,12 @@ def test_format_then_parse_is_the_same_duration(ns: int) -> None:
 
 @pytest.mark.parametrize(
     "value,message",
-    [("ten minutes", "not a duration"), ("0s", "positive"), ("-5m", "positive"), ("500us", "millisecond")],
+    [
+        ("ten minutes", "not a duration"),
+        ("0s", "positive"),
+        ("-5m", "positive"),
+        ("500us", "millisecond"),
+    ],
 )
 def test_policy_duration_refused_naming_the_field(value: str, message: str) -> None:
     with pytest.raises(InvalidPolicy) as e:
@@ -125,8 +131,10 @@ def test_every_composed_duration_is_in_go_spelling(xr_file: str, composition: st
         for path, v in _durations(o.get("spec") or {}, "spec")
     ]
     kinds = {k for k, _, _ in found}
-    # the scan sees what it must (the claim has no observed state: its Flux objects wait for the gate)
-    assert ({"ExternalSecret", "Component", "OCIRepository"} if flavour else {"ExternalSecret"}) <= kinds
+    # the scan sees what it must (the claim has no observed state: its Flux objects wait, gated)
+    assert (
+        {"ExternalSecret", "Component", "OCIRepository"} if flavour else {"ExternalSecret"}
+    ) <= kinds
     bad = [(k, p, v) for k, p, v in found if durations.format(durations.parse(v)) != v]
     assert not bad, bad
 
@@ -138,7 +146,9 @@ def test_policy_durations_are_normalised() -> None:
     policy["ocm"] = {**policy.get("ocm", {}), "interval": "3600s"}
     got = {
         o["kind"]: o.get("spec") or {}
-        for o in _render(xr, policy, observed=load_docs([REPO / "examples/observed/helm"])).resources
+        for o in _render(
+            xr, policy, observed=load_docs([REPO / "examples/observed/helm"])
+        ).resources
     }
     assert got["HelmRelease"]["interval"] == "1m30s" and got["HelmRelease"]["timeout"] == "5m0s"
     assert got["OCIRepository"]["interval"] == "1h30m0s"
@@ -153,4 +163,7 @@ def test_every_secret_eso_creates_carries_the_claims_labels() -> None:
     for es in secrets:
         labels = es["spec"]["target"]["template"]["metadata"]["labels"]
         assert labels == es["metadata"]["labels"], es["metadata"]["name"]
-        assert labels["sack8s.io/claim-namespace"] == "team-a" and labels["sack8s.io/claim-name"] == "podinfo"
+        assert (
+            labels["sack8s.io/claim-namespace"] == "team-a"
+            and labels["sack8s.io/claim-name"] == "podinfo"
+        )

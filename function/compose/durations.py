@@ -34,7 +34,7 @@ _MS = 1_000_000
 
 
 def parse(text: str) -> int:
-    """Nanoseconds of a Go duration string (``1h30m``, ``1.5h``, ``90s``, ``0``); ValueError if not one."""
+    """Nanoseconds of a Go duration (``1h30m``, ``1.5h``, ``90s``, ``0``); ValueError if not one."""
     s = text
     sign = 1
     if s[:1] in ("-", "+"):
@@ -93,7 +93,7 @@ def _fraction(value: int, scale: int) -> str:
 
 
 def canonical(text: str, where: str) -> str:
-    """The spelling a Go controller writes back, for a positive duration the policy gave at ``where``.
+    """What a Go controller writes back for a positive duration the policy gave at ``where``.
 
     Refused, naming the field: anything ``time.ParseDuration`` refuses, zero or negative
     values, and a finer grain than a millisecond (Flux's CRDs accept only ms, s, m and h).

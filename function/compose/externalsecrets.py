@@ -14,7 +14,8 @@ causes is traceable to it. A template without ``data`` keeps the provider's keys
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from function.api.claim import RegistryCredential, RemoteRef, SecretData
 from function.compose import names
