@@ -71,6 +71,23 @@ def ocm_bin() -> Path:
     return need_path(OCM_CLI, "OCM CLI", "SACK8S_OCM_CLI")
 
 
+_CONFIG: list[pytest.Config] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _CONFIG.append(config)
+
+
+def _say(message: str) -> None:
+    """One line on the terminal now, past pytest's output capture."""
+    capman = _CONFIG[0].pluginmanager.getplugin("capturemanager") if _CONFIG else None
+    if capman is None:
+        print(message, file=sys.stderr, flush=True)
+        return
+    with capman.global_and_fixture_disabled():
+        print(f"\n{message}", file=sys.stderr, flush=True)
+
+
 def _tool_ready(name: str, versions: dict[str, str]) -> bool:
     stamp = TOOLS / f".{name}.version"
     return (TOOLS / name).exists() and stamp.exists() and stamp.read_text().strip() == versions[name]
@@ -94,11 +111,9 @@ def need_tools(*names: str) -> Path:
     if todo:
         _INSTALL_TRIED.update(todo)
         TOOLS.mkdir(parents=True, exist_ok=True)
-        print(
-            f"\nsack8s tests: installing {' '.join(todo)} into {TOOLS} with {install} "
-            "(tools not shipped unpacked are built from the Go module proxy: minutes each)",
-            file=sys.__stderr__,
-            flush=True,
+        _say(
+            f"sack8s tests: installing {' '.join(todo)} into {TOOLS} with {install} "
+            "(tools not shipped unpacked are built from the Go module proxy: minutes each)"
         )
         with open(TOOLS / ".install.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -115,7 +130,7 @@ def need_tools(*names: str) -> Path:
                 else None
             )
         if p is not None and p.returncode != 0:
-            print(f"install.sh failed:\n{p.stdout[-1500:]}{p.stderr[-1500:]}", file=sys.__stderr__)
+            _say(f"install.sh failed:\n{p.stdout[-1500:]}{p.stderr[-1500:]}")
         missing = [n for n in names if not _tool_ready(n, versions)]
     need(
         not missing,
