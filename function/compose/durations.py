@@ -63,7 +63,7 @@ def parse(text: str) -> int:
     return sign * total
 
 
-def format(ns: int) -> str:
+def go_string(ns: int) -> str:
     """Go's ``time.Duration(ns).String()``."""
     if ns == 0:
         return "0s"
@@ -109,4 +109,4 @@ def canonical(text: str, where: str) -> str:
         raise InvalidPolicy(where, f"{text!r} must be a positive duration")
     if ns % _MS:
         raise InvalidPolicy(where, f"{text!r} is finer than a millisecond")
-    return format(ns)
+    return go_string(ns)
