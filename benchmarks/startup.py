@@ -37,16 +37,49 @@ COMMANDS: list[tuple[str, list[str], bool]] = [
     ("python -c pass (interpreter floor)", [sys.executable, "-c", "pass"], True),
     ("sack8s --help", sack8s("--help"), True),
     ("sack8s xrd", sack8s("xrd"), True),
-    ("sack8s localize (example, Kustomize file)",
-     sack8s("localize", "--config-data", CD, "--component", SOURCE, "--root", str(EXAMPLE / "inputs" / "kustomize"),
-            "deployment.yaml"), True),
-    ("sack8s configure (example, values.yaml)",
-     sack8s("configure", "--config-data", CD, "--values", str(REPO / "examples" / "required" / "values-configmap.yaml"),
-            "--root", str(EXAMPLE / "inputs" / "chart" / "podinfo"), "values.yaml"), True),
-    ("sack8s check (example component)", sack8s("check", "--config-data", CD, "--component", SOURCE), False),
-    ("sack8s render (Helm example)",
-     sack8s("render", str(REPO / "examples" / "xr.yaml"), "--composition", str(REPO / "examples" / "composition.yaml")),
-     True),
+    (
+        "sack8s localize (example, Kustomize file)",
+        sack8s(
+            "localize",
+            "--config-data",
+            CD,
+            "--component",
+            SOURCE,
+            "--root",
+            str(EXAMPLE / "inputs" / "kustomize"),
+            "deployment.yaml",
+        ),
+        True,
+    ),
+    (
+        "sack8s configure (example, values.yaml)",
+        sack8s(
+            "configure",
+            "--config-data",
+            CD,
+            "--values",
+            str(REPO / "examples" / "required" / "values-configmap.yaml"),
+            "--root",
+            str(EXAMPLE / "inputs" / "chart" / "podinfo"),
+            "values.yaml",
+        ),
+        True,
+    ),
+    (
+        "sack8s check (example component)",
+        sack8s("check", "--config-data", CD, "--component", SOURCE),
+        False,
+    ),
+    (
+        "sack8s render (Helm example)",
+        sack8s(
+            "render",
+            str(REPO / "examples" / "xr.yaml"),
+            "--composition",
+            str(REPO / "examples" / "composition.yaml"),
+        ),
+        True,
+    ),
     ("sack8s serve --help", sack8s("serve", "--help"), True),
 ]
 
@@ -60,8 +93,14 @@ class Run:
 
 def run_once(argv: list[str], env: dict[str, str]) -> Run:
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -72,7 +111,9 @@ def _env(tree: Path | None) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     if tree is not None:
-        env["PYTHONPATH"] = str(tree)  # ahead of the editable install: that tree's `function` package
+        env["PYTHONPATH"] = str(
+            tree
+        )  # ahead of the editable install: that tree's `function` package
     return env
 
 
@@ -81,7 +122,10 @@ def _stats(xs: list[float]) -> dict[str, float]:
 
 
 def measure(runs: int = 10, warmup: int = 1, baseline: Path | None = None) -> dict[str, dict]:
-    """{label: {"after": {wall, cpu}, "before": {...}?, "ratio_wall"?, "ratio_cpu"?, "rc": [...]}}."""
+    """{label: {"after": {wall, cpu}, "before": {...}?, "ratio_wall"?, "ratio_cpu"?, "rc": [...]}}.
+
+    Every command in COMMANDS, RUNS times after WARMUP, paired with the baseline when given.
+    """
     out: dict[str, dict] = {}
     env_a, env_b = _env(None), _env(baseline)
     for label, argv, in_baseline in COMMANDS:
@@ -101,10 +145,17 @@ def measure(runs: int = 10, warmup: int = 1, baseline: Path | None = None) -> di
             "exit_codes": sorted({r.rc for r in a}),
         }
         if with_b:
-            entry["before"] = {"wall_s": _stats([r.wall for r in b]), "cpu_s": _stats([r.cpu for r in b])}
+            entry["before"] = {
+                "wall_s": _stats([r.wall for r in b]),
+                "cpu_s": _stats([r.cpu for r in b]),
+            }
             entry["before_exit_codes"] = sorted({r.rc for r in b})
-            entry["ratio_wall"] = statistics.median(x.wall / y.wall for x, y in zip(a, b))
-            entry["ratio_cpu"] = statistics.median(x.cpu / y.cpu for x, y in zip(a, b))
+            entry["ratio_wall"] = statistics.median(
+                x.wall / y.wall for x, y in zip(a, b, strict=False)
+            )
+            entry["ratio_cpu"] = statistics.median(
+                x.cpu / y.cpu for x, y in zip(a, b, strict=False)
+            )
         out[label] = entry
     return out
 
@@ -112,7 +163,9 @@ def measure(runs: int = 10, warmup: int = 1, baseline: Path | None = None) -> di
 def table(result: dict[str, dict]) -> str:
     """A Markdown table: median (min–max) per command, after and, when measured, before."""
     has_b = any("before" in e for e in result.values())
-    head = "| command | wall s | CPU s |" + (" before: wall s | before: CPU s | after/before (wall, CPU) |" if has_b else "")
+    head = "| command | wall s | CPU s |" + (
+        " before: wall s | before: CPU s | after/before (wall, CPU) |" if has_b else ""
+    )
     sep = "|---|---|---|" + ("---|---|---|" if has_b else "")
     rows = [head, sep]
 
@@ -124,8 +177,10 @@ def table(result: dict[str, dict]) -> str:
         row = f"| {label}{bad} | {cell(e['after']['wall_s'])} | {cell(e['after']['cpu_s'])} |"
         if has_b:
             if "before" in e:
-                row += (f" {cell(e['before']['wall_s'])} | {cell(e['before']['cpu_s'])} | "
-                        f"{e['ratio_wall']:.2f}, {e['ratio_cpu']:.2f} |")
+                row += (
+                    f" {cell(e['before']['wall_s'])} | {cell(e['before']['cpu_s'])} | "
+                    f"{e['ratio_wall']:.2f}, {e['ratio_cpu']:.2f} |"
+                )
             else:
                 row += " – | – | – |"
         rows.append(row)

@@ -75,7 +75,7 @@ configuration:
     - {file: values.yaml, path: replicaCount, value: "(( replicas ))"}
     - {file: values.yaml, path: msg, value: "(( message ))"}
     - {file: values.yaml, path: "image.repository[0]", value: x}
-    - {file: values.yaml, path: replicaCount, value: "(( a + b ))"}
+    - {file: values.yaml, path: replicaCount, value: "(( a ? 1 : 2 ))"}
     - {file: deployment.yaml, path: "spec[*]", value: 1}
 """)
     r = check("--config-data", str(cd), "--component", SOURCE)
@@ -166,12 +166,17 @@ def test_broken_configdata_is_one_error_line(tmp_path):
     assert f[:2] == ("error", "ConfigData") and "localisation: unknown field" in f[4]
 
 
-def test_usage_errors_exit_1_with_one_line():
+def test_usage_errors_exit_2_and_missing_files_exit_1_with_one_line():
+    """The exit-code contract of every command (function/cli/exits.py)."""
     r = check("--config-data", str(CD))
-    assert r.exit_code == 1 and r.stdout == ""
-    assert r.stderr.strip() == "sack8s: error: give --component SOURCE, --root DIR, or both"
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "give --component SOURCE, --root DIR, or both" in r.stderr
     r = check("--config-data", str(CD), "--root", "/nonexistent/dir")
-    assert r.exit_code == 1 and "not a directory" in r.stderr
+    assert r.exit_code == 1 and r.stderr.strip() == "sack8s: error: --root /nonexistent/dir: does not exist"
+    r = check("--config-data", "/nonexistent/cd.yaml", "--root", str(EXAMPLE / "inputs" / "kustomize"))
+    assert r.exit_code == 1 and "--config-data /nonexistent/cd.yaml: does not exist" in r.stderr
+    r = check("--config-data", str(CD), "--root", str(CD))
+    assert r.exit_code == 1 and "is a file" in r.stderr
 
 
 def test_real_subprocess(fixtures_dir):
@@ -197,16 +202,19 @@ def test_a_warning_only_the_engine_gives_is_printed(tmp_path):
 
 
 def test_new_engine_warnings_show_up_without_changes_to_check(monkeypatch):
-    """Whatever the engine's plan or mutation returns as warnings is printed, by its rule when it names one."""
+    """Whatever the engine's plan (Plan.all_findings()) or mutation returns as warnings is printed,
+    by its rule when it names one."""
     import dataclasses
 
     from function.configdata import deploy, engine
+    from function.configdata.findings import Finding
 
     real_plan, real_mutation = engine.plan, deploy.mutation_for
 
     def plan(*a, **kw):
         p = real_plan(*a, **kw)
-        return dataclasses.replace(p, warnings=(*p.warnings, "ConfigData: has no apiVersion/kind (read as v1alpha1)"))
+        new = Finding("MissingTypeMeta", "ConfigData: has no apiVersion/kind (read as v1alpha1)")
+        return dataclasses.replace(p, findings=(*p.findings, new))
 
     def mutation_for(*a, **kw):
         m = real_mutation(*a, **kw)
@@ -221,3 +229,36 @@ def test_new_engine_warnings_show_up_without_changes_to_check(monkeypatch):
     assert ("warning", "ConfigData", "-", "-", "has no apiVersion/kind (read as v1alpha1)") in got, got
     assert ("warning", "configuration.defaults.unused", "-", "-", "broken expression no rule uses") in got, got
     assert len(got) == 2  # printed once, though every deployable's run returns it
+
+
+def test_values_no_rule_consumes_are_reported(tmp_path):
+    """--values: what a claim would give; a value no configuration rule reads is a warning by its path."""
+    values = tmp_path / "values.yaml"
+    values.write_text("replicas: 2\nmesage: typo\nextra: {deep: 1}\n")
+    r = check("--config-data", str(CD), "--component", SOURCE, "--values", str(values))
+    got = findings(r)
+    unused = [f for f in got if f[1] == "values"]
+    assert [f[3] for f in unused] == ["extra.deep", "mesage"], got
+    assert all("reaches no configuration rule" in f[4] for f in unused)
+    # the schema (additionalProperties: false) refuses the typo: the engine's error, once
+    assert r.exit_code == 1 and any(f[0] == "error" and "mesage" in f[4] for f in got), got
+    values.write_text("replicas: 2\n")
+    r = check("--config-data", str(CD), "--component", SOURCE, "--values", str(values))
+    assert r.exit_code == 0 and r.stdout == "", r.stdout
+
+
+def test_a_created_key_next_to_a_similar_one_gets_did_you_mean(tmp_path):
+    cd = write_cd(tmp_path, """\
+configuration:
+  defaults: {replicas: 2}
+  rules:
+    - {file: deployment.yaml, path: spec.replcias, value: "(( replicas ))"}
+""")
+    r = check("--config-data", str(cd), "--root", str(EXAMPLE / "inputs" / "kustomize"))
+    got = findings(r)
+    hints = [f for f in got if "did you mean" in f[4]]
+    assert len(hints) == 1, got
+    rule, file, path, message = hints[0][1:]
+    assert (rule, file, path) == ("configuration.rules[0]", "deployment.yaml", "spec.replcias")
+    assert "'replicas'" in message and "spec.replicas" in message
+    assert r.exit_code == 0  # a new key is allowed: a warning, never an error

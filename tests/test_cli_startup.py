@@ -53,7 +53,7 @@ def test_help_and_version_import_no_command():
         assert code == 0 and roots(mods) == set(), (args, sorted(mods))
 
 
-@pytest.mark.parametrize("name", ["localize", "configure", "mutate", "check", "xrd", "render"])
+@pytest.mark.parametrize("name", ["localize", "configure", "mutate", "check", "inspect", "xrd", "render"])
 def test_a_command_help_imports_nothing_heavy(name):
     code, mods = imported(name, "--help")
     assert code == 0 and roots(mods) == set(), sorted(mods)
@@ -66,8 +66,9 @@ def test_localize_loads_neither_grpc_nor_httpx_nor_jsonschema():
     assert roots(mods) == {"pydantic"}, sorted(mods)  # the ConfigData model
 
 
-def test_check_and_configure_load_no_grpc_sdk_or_http_client():
+def test_check_configure_and_inspect_load_no_grpc_sdk_or_http_client():
     for args in (["check", "--config-data", CD, "--component", SOURCE],
+                 ["inspect", str(EXAMPLE / "ctf")],
                  ["configure", "--config-data", CD, "--values", str(REPO / "examples/required/values-configmap.yaml"),
                   "--root", str(EXAMPLE / "inputs" / "kustomize"), "deployment.yaml"]):
         code, mods = imported(*args)
@@ -76,11 +77,11 @@ def test_check_and_configure_load_no_grpc_sdk_or_http_client():
 
 
 def test_the_lazy_table_matches_the_commands():
-    from function import metrics
     from function.api.policy import INPUT_GROUP
     from function.cli import COMMANDS, command
     from function.cli.mutate import MAX_BYTES
-    from function.cli.serve import METRICS_ENV
+    from function.api.xrd import DEFAULT_GROUP
+    from function.cli.xrd import DEFAULT_GROUP as XRD_DEFAULT_GROUP
     from function.render import INPUT_GROUP as RENDER_INPUT_GROUP
     from function.yamlio import MAX_BYTES as YAML_MAX_BYTES
 
@@ -89,4 +90,5 @@ def test_the_lazy_table_matches_the_commands():
         assert cmd.name == name
         assert (cmd.help or "").split("\n")[0].startswith(short.rstrip(".")), (name, cmd.help)
     # constants copied to keep the edges light
-    assert MAX_BYTES == YAML_MAX_BYTES and METRICS_ENV == metrics.ENV_ADDRESS and RENDER_INPUT_GROUP == INPUT_GROUP
+    assert MAX_BYTES == YAML_MAX_BYTES and RENDER_INPUT_GROUP == INPUT_GROUP
+    assert XRD_DEFAULT_GROUP == DEFAULT_GROUP

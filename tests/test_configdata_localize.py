@@ -9,6 +9,7 @@ import pytest
 from function.configdata.localize import enforce_image_pairs, image_pair_defects, plan_localization
 from function.configdata.model import parse_configdata
 from function.errors import ComponentError, InvalidConfigData, UnsupportedRule
+from function.ocm.access import LocalizedImage, image_table
 from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
 
 D = "sha256:" + "cd" * 32
@@ -23,8 +24,9 @@ def cv(*resources: Resource) -> ComponentVersion:
     return ComponentVersion(Descriptor("acme.org/app", "1.0.0", "acme", tuple(resources)), Repository("r.io"), D)
 
 
-def by_access(_cv: ComponentVersion, r: Resource) -> str:
-    return r.access["imageReference"]
+def localize(config, c: ComponentVersion):
+    """plan_localization with the image table the core builds (unpinned references allowed here)."""
+    return plan_localization(config, c, image_table(c, allow_unpinned=True))
 
 
 def cd(rule: str):
@@ -60,7 +62,7 @@ ALL = """- file: values.yaml
     ],
 )
 def test_every_field(ref, expected):
-    loc = plan_localization(cd(ALL), cv(image("img", ref)), by_access)
+    loc = localize(cd(ALL), cv(image("img", ref)))
     assert [(s.field, str(s.path), s.value) for s in loc.substitutions] == list(
         zip(["image", "registry", "repository", "fullyQualifiedRepository", "tag"],
             ["a.image", "a.registry", "a.repository", "a.fqr", "a.tag"], expected)
@@ -69,7 +71,7 @@ def test_every_field(ref, expected):
 
 
 def test_tag_with_digest_is_tag_at_digest_and_clean():
-    loc = plan_localization(cd(ALL), cv(image("img", f"ghcr.io/a/b:1@{D}")), by_access)
+    loc = localize(cd(ALL), cv(image("img", f"ghcr.io/a/b:1@{D}")))
     tag = next(s for s in loc.substitutions if s.field == "tag")
     assert tag.value == f"1@{D}"  # "repository:tag" renders ghcr.io/a/b:1@sha256:… (valid, pinned)
     assert loc.warnings == ()
@@ -77,7 +79,7 @@ def test_tag_with_digest_is_tag_at_digest_and_clean():
 
 
 def test_bare_digest_as_tag_is_a_defect_naming_rule_and_fix():
-    loc = plan_localization(cd(ALL), cv(image("img", f"ghcr.io/a/b@{D}")), by_access)
+    loc = localize(cd(ALL), cv(image("img", f"ghcr.io/a/b@{D}")))
     (d,) = image_pair_defects(loc.substitutions)
     assert (d.rule, d.field, d.file, d.path) == ("localization[0]", "tag", "values.yaml", "a.tag")
     assert d.where == "ConfigData localization[0].tag (file values.yaml)"
@@ -85,10 +87,10 @@ def test_bare_digest_as_tag_is_a_defect_naming_rule_and_fix():
 
 
 def test_tag_without_digest_does_not_warn_when_pinning_is_not_asked():
-    loc = plan_localization(cd(ALL), cv(image("img", "ghcr.io/a/b:1")), by_access)
+    loc = localize(cd(ALL), cv(image("img", "ghcr.io/a/b:1")))
     assert [s.value for s in loc.substitutions if s.field == "tag"] == ["1"]
     assert image_pair_defects(loc.substitutions) == ()
-    (w,) = loc.warnings  # by_access hands out the unpinned reference: said once per rule
+    (w,) = loc.warnings  # the unpinned reference (allowed here) is said once per rule
     assert "not pinned by digest" in w and "--allow-unpinned" in w and "allowUnpinnedImages" in w
 
 
@@ -96,7 +98,7 @@ REPO_ONLY = "- file: values.yaml\n  resource: {name: img}\n  repository: image.r
 
 
 def test_repository_without_registry_is_a_defect():
-    loc = plan_localization(cd(REPO_ONLY), cv(image("img", f"ghcr.io/a/b:1@{D}")), by_access)
+    loc = localize(cd(REPO_ONLY), cv(image("img", f"ghcr.io/a/b:1@{D}")))
     assert loc.substitutions[0].value == "a/b"
     (d,) = image_pair_defects(loc.substitutions)
     assert d.field == "repository" and "'ghcr.io'" in d.message and "Docker Hub" in d.message
@@ -105,15 +107,15 @@ def test_repository_without_registry_is_a_defect():
 
 def test_repository_with_a_registry_rule_elsewhere_for_the_same_file_is_fine():
     rules = REPO_ONLY + "- file: values.yaml\n  resource: {name: img}\n  registry: image.registry\n"
-    loc = plan_localization(cd(rules), cv(image("img", f"ghcr.io/a/b:1@{D}")), by_access)
+    loc = localize(cd(rules), cv(image("img", f"ghcr.io/a/b:1@{D}")))
     assert image_pair_defects(loc.substitutions) == ()
     other_file = REPO_ONLY + "- file: other.yaml\n  resource: {name: img}\n  registry: image.registry\n"
-    loc = plan_localization(cd(other_file), cv(image("img", f"ghcr.io/a/b:1@{D}")), by_access)
+    loc = localize(cd(other_file), cv(image("img", f"ghcr.io/a/b:1@{D}")))
     assert [d.field for d in image_pair_defects(loc.substitutions)] == ["repository"]
 
 
 def test_docker_hub_repository_without_registry_only_warns():
-    loc = plan_localization(cd(REPO_ONLY), cv(image("img", f"nginx:1.25@{D}")), by_access)
+    loc = localize(cd(REPO_ONLY), cv(image("img", f"nginx:1.25@{D}")))
     assert image_pair_defects(loc.substitutions) == ()
     assert "fullyQualifiedRepository" in loc.warnings[0] and "localization[0].repository" in loc.warnings[0]
 
@@ -135,7 +137,7 @@ def test_localblob_tag_comes_from_reference_name():
 
 
 def test_enforce_image_pairs_fatal_names_rule_and_downgrade():
-    loc = plan_localization(cd(REPO_ONLY), cv(image("img", f"ghcr.io/a/b@{D}")), by_access)
+    loc = localize(cd(REPO_ONLY), cv(image("img", f"ghcr.io/a/b@{D}")))
     defects = image_pair_defects(loc.substitutions)
     assert [d.field for d in defects] == ["repository", "tag"]
     with pytest.raises(InvalidConfigData) as e:
@@ -150,14 +152,14 @@ def test_enforce_image_pairs_fatal_names_rule_and_downgrade():
 def test_extra_identity_is_honoured():
     rule = "- file: d.yaml\n  resource: {name: img, extraIdentity: {arch: arm64}}\n  image: x\n"
     c = cv(image("img", "r.io/a:amd", arch="amd64"), image("img", "r.io/a:arm", arch="arm64"))
-    assert plan_localization(cd(rule), c, by_access).substitutions[0].value == "r.io/a:arm"
+    assert localize(cd(rule), c).substitutions[0].value == "r.io/a:arm"
 
 
 def test_ambiguous_name_is_an_error():
     rule = "- file: d.yaml\n  resource: {name: img}\n  image: x\n"
     c = cv(image("img", "r.io/a:amd", arch="amd64"), image("img", "r.io/a:arm", arch="arm64"))
     with pytest.raises(ComponentError) as e:
-        plan_localization(cd(rule), c, by_access)
+        localize(cd(rule), c)
     assert "matches 2 resources" in str(e.value) and "extraIdentity" in str(e.value)
     assert "localization[0].resource" in str(e.value)
 
@@ -165,49 +167,49 @@ def test_ambiguous_name_is_an_error():
 def test_missing_resource_is_an_error():
     rule = "- file: d.yaml\n  resource: {name: nope}\n  image: x\n"
     with pytest.raises(ComponentError) as e:
-        plan_localization(cd(rule), cv(image("img", "r.io/a:1")), by_access)
+        localize(cd(rule), cv(image("img", "r.io/a:1")))
     assert "no resource with identity {name=nope}" in str(e.value)
 
 
 def test_cue_mapping_is_unsupported():
     rule = "- file: d.yaml\n  resource: {name: img}\n  mapping: {path: spec, transform: 'out: 1'}\n"
     with pytest.raises(UnsupportedRule) as e:
-        plan_localization(cd(rule), cv(image("img", "r.io/a:1")), by_access)
+        localize(cd(rule), cv(image("img", "r.io/a:1")))
     assert "CUE 'mapping' rules are not supported" in str(e.value) and "localization[0]" in str(e.value)
 
 
 def test_reference_path_is_unsupported():
     rule = "- file: d.yaml\n  resource: {name: img, referencePath: [{name: sub}]}\n  image: x\n"
     with pytest.raises(UnsupportedRule) as e:
-        plan_localization(cd(rule), cv(image("img", "r.io/a:1")), by_access)
+        localize(cd(rule), cv(image("img", "r.io/a:1")))
     assert "referencePath" in str(e.value) and "referenced component" in str(e.value)
 
 
 def test_rule_without_target_is_an_error():
     with pytest.raises(InvalidConfigData) as e:
-        plan_localization(cd("- file: d.yaml\n  resource: {name: img}\n"), cv(image("img", "r.io/a:1")), by_access)
+        localize(cd("- file: d.yaml\n  resource: {name: img}\n"), cv(image("img", "r.io/a:1")))
     assert "no substitution target given" in str(e.value)
 
 
 def test_locate_errors_name_the_rule():
-    def broken(_cv, r):
-        raise ComponentError("component acme.org/app:1.0.0 resource img", "access type 'weird' unsupported")
+    c = cv(image("img", "r.io/a:1"))
+    broken = {"img": LocalizedImage(c.descriptor.resources[0], error=ComponentError(
+        "component acme.org/app:1.0.0 resource img", "access type 'weird' unsupported"))}
 
     with pytest.raises(ComponentError) as e:
-        plan_localization(cd("- file: d.yaml\n  resource: {name: img}\n  image: x\n"), cv(image("img", "r.io/a:1")),
-                          broken)
+        plan_localization(cd("- file: d.yaml\n  resource: {name: img}\n  image: x\n"), c, broken)
     assert str(e.value).startswith("ConfigData localization[0].resource")
     assert "access type 'weird'" in str(e.value)
 
 
-def test_default_locate_uses_the_packaging_contract():
-    from function.configdata.localize import default_locate
-
+def test_default_image_table_uses_the_packaging_contract():
     r = image("img", f"http://127.0.0.1:5000/upstream/podinfo:6.2.0@{D}")
-    assert default_locate(cv(r), r) == f"127.0.0.1:5000/upstream/podinfo:6.2.0@{D}"
+    assert image_table(cv(r))["img"].reference == f"127.0.0.1:5000/upstream/podinfo:6.2.0@{D}"
+    loc = plan_localization(cd("- file: d.yaml\n  resource: {name: img}\n  image: x\n"), cv(r))
+    assert loc.substitutions[0].value == f"127.0.0.1:5000/upstream/podinfo@{D}"
 
 
 def test_rule_without_resource_is_an_error():
     with pytest.raises(InvalidConfigData) as e:
-        plan_localization(cd("- file: d.yaml\n  image: x\n"), cv(image("img", "r.io/a:1")), by_access)
+        localize(cd("- file: d.yaml\n  image: x\n"), cv(image("img", "r.io/a:1")))
     assert "resource is missing" in str(e.value) and "localization[0]" in str(e.value)

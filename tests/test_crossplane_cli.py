@@ -1,5 +1,10 @@
 """The function under the real Crossplane CLI (crank v2.2.4): render and beta validate, offline.
 
+Opt-in: these machines have no Crossplane CLI. The tests run when ``SACK8S_CROSSPLANE`` names
+the binary (or ``crossplane`` is on PATH) and skip with one line otherwise, in strict mode too.
+The default suite's checks without crank are tests/test_schema_validation.py (structural
+schemas) and the e2e suite (a real API server).
+
 * One ``sack8s serve --insecure`` for the session; ``crossplane render`` reaches it through the
   ``render.crossplane.io/runtime-development-target`` annotation (``-a``).
 * For every example, ``crossplane render`` and ``sack8s render`` compose the same resources (and
@@ -15,7 +20,6 @@
 from __future__ import annotations
 
 import base64
-
 import copy
 import functools
 import re
@@ -31,15 +35,24 @@ from typing import Any, Iterable
 
 import pytest
 import yaml
+from support.examples import (
+    BROKEN,
+    CASES,
+    COMPOSITION,
+    EXAMPLES,
+    REPO,
+    Case,
+    broken_cases,
+    claims_side,
+    dump,
+    gvk,
+    load,
+    shipped,
+)
 from support.oci_env import basic_auth_registry, htpasswd_file  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.crossplane
 
-REPO = Path(__file__).resolve().parents[1]
-
-EXAMPLES = REPO / "examples"
-COMPOSITION = EXAMPLES / "composition.yaml"
-COMPOSITION_CLAIM = EXAMPLES / "composition-claim.yaml"
 FUNCTIONS = EXAMPLES / "functions.yaml"
 TARGET_ANNOTATION = "render.crossplane.io/runtime-development-target"
 TIMEOUT = 60
@@ -85,20 +98,7 @@ def _run(args: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT, **kw)
 
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _load(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.load_all(path.read_text(), Loader=_Loader) if d is not None]
-
-
-def _dump(docs: Iterable[dict[str, Any]], path: Path) -> Path:
-    path.write_text(yaml.safe_dump_all(list(docs), sort_keys=True))
-    return path
-
-
-def _gvk(doc: dict[str, Any]) -> tuple[str, str]:
-    return (str(doc.get("apiVersion", "")), str(doc.get("kind", "")))
+_load, _dump, _gvk = load, dump, gvk
 
 
 # --------------------------------------------------------------------------------------------
@@ -162,33 +162,6 @@ def server(crossplane_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> It
 
 # --------------------------------------------------------------------------------------------
 # The examples and their renders
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    xr: Path  # what `sack8s render` gets (an XR or a claim)
-    composition: Path
-    observed: Path | None = None
-    required: Path | None = None
-
-    @property
-    def is_claim(self) -> bool:
-        return bool((_load(self.xr)[0].get("metadata") or {}).get("namespace"))
-
-
-CASES = [
-    Case("helm", EXAMPLES / "xr.yaml", COMPOSITION),
-    Case("helm-observed", EXAMPLES / "xr.yaml", COMPOSITION, EXAMPLES / "observed" / "helm"),
-    Case("kustomize", EXAMPLES / "xr-kustomize.yaml", COMPOSITION),
-    Case(
-        "kustomize-observed",
-        EXAMPLES / "xr-kustomize.yaml",
-        COMPOSITION,
-        EXAMPLES / "observed" / "kustomize",
-    ),
-    Case("claim", EXAMPLES / "claim.yaml", COMPOSITION_CLAIM, required=EXAMPLES / "required"),
-]
 
 
 def claim_xr(claim: dict[str, Any]) -> dict[str, Any]:
@@ -644,23 +617,7 @@ def extensions(crds_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Exte
     )
 
 
-def _shipped() -> list[Path]:
-    """Every YAML file under examples/ (the offline component excepted) and package/."""
-    files = [
-        p
-        for root in (EXAMPLES, REPO / "package")
-        for p in sorted(root.rglob("*.y*ml"))
-        if "component" not in p.relative_to(EXAMPLES if root == EXAMPLES else root).parts
-    ]
-    return [p for p in files if p.suffix in (".yaml", ".yml")]
-
-
-def _claims_side(path: Path) -> bool:
-    """Claims (namespaced SACK8sComponentVersion) clash with the v2 XR kind: validate apart."""
-    return any(
-        d.get("kind") == "SACK8sComponentVersion" and (d.get("metadata") or {}).get("namespace")
-        for d in _load(path)
-    )
+_shipped, _claims_side = shipped, claims_side
 
 
 def test_shipped_xrds_match_generated(extensions: Extensions) -> None:
@@ -712,60 +669,7 @@ def test_validate_rendered(
 # The validation can fail
 
 
-def _first(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    return copy.deepcopy(next(d for d in docs if d.get("kind") == kind))
-
-
-def _broken_cases(r: Renders) -> dict[str, dict[str, Any]]:
-    docs = r.crossplane_docs
-    xr = copy.deepcopy(docs[0])
-    out: dict[str, dict[str, Any]] = {}
-
-    es = _first(docs, "ExternalSecret")
-    es["apiVersion"] = "external-secrets.io/v1beta9"
-    out["apiVersion:ExternalSecret"] = es
-    ns = _first(docs, "Namespace")
-    ns["apiVersion"] = "v2"
-    out["apiVersion:Namespace"] = ns
-    bad_xr = copy.deepcopy(xr)
-    bad_xr["apiVersion"] = "platform.example.org/v1alpha2"
-    out["apiVersion:XR"] = bad_xr
-
-    es = _first(docs, "ExternalSecret")
-    es["spec"]["refreshIntervall"] = es["spec"].pop("refreshInterval")
-    out["field:ExternalSecret"] = es
-    rb = _first(docs, "RoleBinding")
-    rb["subject"] = rb.pop("subjects")
-    out["field:RoleBinding"] = rb
-    sa = _first(docs, "ServiceAccount")
-    sa["metadata"]["namspace"] = sa["metadata"].pop("namespace")
-    out["field:ServiceAccount"] = sa
-    bad_xr = copy.deepcopy(xr)
-    bad_xr["spec"]["componnet"] = bad_xr["spec"].pop("component")
-    out["field:XR"] = bad_xr
-    comp = _load(COMPOSITION)[0]
-    comp["spec"]["pipeline"][0]["input"]["flx"] = comp["spec"]["pipeline"][0]["input"].pop("flux")
-    out["field:composition-input"] = comp
-    comp = _load(COMPOSITION)[0]
-    comp["spec"]["pipeline"][0]["input"]["apiVersion"] = "sack8s.fn.crossplane.io/v1beta9"
-    out["apiVersion:composition-input"] = comp
-    return out
-
-
-BROKEN = [
-    "apiVersion:ExternalSecret",
-    "apiVersion:Namespace",
-    "apiVersion:XR",
-    "apiVersion:composition-input",
-    "field:ExternalSecret",
-    "field:RoleBinding",
-    "field:ServiceAccount",
-    "field:XR",
-    "field:composition-input",
-]
-
-
-@pytest.mark.parametrize("broken", BROKEN)
+@pytest.mark.parametrize("broken", sorted(BROKEN))
 def test_validate_rejects_broken_copy(
     crossplane_bin: Path,
     extensions: Extensions,
@@ -776,16 +680,12 @@ def test_validate_rejects_broken_copy(
 ) -> None:
     r = _case(renders, server, "helm")
     good = r.crossplane_docs
-    bad = _broken_cases(r)[broken]
+    bad = broken_cases(good)[broken]
     # The broken object next to the good ones, as in a real render: the helper must fail.
     path = _dump([*good, bad], tmp_path / "broken.yaml")
     v = validate(crossplane_bin, extensions.cluster, [path], tmp_path / "cache")
     assert not v.ok, f"{broken} was accepted:\n{v.output}"
-    wrong = {"apiVersion:ExternalSecret": "external-secrets.io/v1beta9",
-             "apiVersion:XR": "v1alpha2", "apiVersion:composition-input": "v1beta9",
-             "apiVersion:Namespace": "no schema", "field:ExternalSecret": "refreshIntervall",
-             "field:RoleBinding": "subject", "field:ServiceAccount": "namspace",
-             "field:XR": "componnet", "field:composition-input": "flx"}[broken]
+    wrong = BROKEN[broken]
     assert any(wrong in p for p in v.problems), v.explain()
     # ... and the good ones alone pass (the failure is the broken object's).
     v = validate(crossplane_bin, extensions.cluster, [r.crossplane_file], tmp_path / "cache")

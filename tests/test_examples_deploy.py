@@ -25,7 +25,7 @@ import yaml
 from conftest import need, need_binary
 from support import example_component
 
-from function.configdata.imageref import parse_reference
+from function.ocm.imageref import parse_reference
 
 REPO = Path(__file__).resolve().parents[1]
 SACK8S = Path(sys.executable).with_name("sack8s")
@@ -84,6 +84,8 @@ def test_helm_example_renders_a_pinned_image_of_the_transfer_target(tmp_path):
     assert container["image"] == f"{REGISTRY}/upstream/podinfo:6.2.0@{example_component.IMAGE_DIGEST}"
     assert_deployable_image(container["image"])
     assert dep["spec"]["replicas"] == 2  # the XR's values.replicas reaches the chart (replicaCount rule)
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["PODINFO_UI_MESSAGE"] == "Hello from sack8s"  # values.message too (ui.message rule)
     assert hr["spec"]["values"]["imagePullSecrets"] == [{"name": "podinfo-pull"}]
 
 

@@ -1,10 +1,12 @@
 """``sack8s check``: lint a ConfigData against its deployable before a team publishes it.
 
 One line per finding on stdout, ``error|warning: <rule>: <file>: <path>: message`` (``-`` where
-a part does not apply), a count on stderr; exit 1 when there is an error, else 0. The checks
-themselves are :mod:`function.configdata.check`; this module only reads the ConfigData, the
-deployable's files (``--root``) and the component (``--component``, which also supplies every
-Helm chart and Kustomize directory it ships when there is no ``--root``).
+a part does not apply), a count on stderr; exit 1 when there is an error, else 0, and 2 on a
+usage error (:mod:`function.cli.exits`). The checks themselves are
+:mod:`function.configdata.check`; this module only reads the ConfigData, the deployable's
+files (``--root``), the values a claim would give (``--values``) and the component
+(``--component``, which also supplies every Helm chart and Kustomize directory it ships when
+there is no ``--root``).
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from typing import Any
 
 import click
 
+from function.cli.exits import EPILOG, InputPath
 from function.cli.mutate import (
     MAX_BYTES,
     Failure,
-    _Command,
     _fail,
     _log,
     _read,
-    make_locate,
+    cli_image_table,
+    load_values,
     with_component,
 )
 from function.errors import SackError
@@ -40,7 +43,11 @@ def read_root(root: Path) -> dict[str, bytes]:
     total = 0
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts[:-1]) or p.is_symlink() or not p.is_file():
+        if (
+            any(part.startswith(".") for part in rel.parts[:-1])
+            or p.is_symlink()
+            or not p.is_file()
+        ):
             continue
         if len(files) >= MAX_FILES:
             raise Failure(f"--root {root}: more than {MAX_FILES} files")
@@ -62,7 +69,9 @@ def _flavour_of(files: dict[str, bytes]) -> str | None:
     return None
 
 
-def _component_deployables(source: str, plain_http: bool, registry: str | None) -> tuple[Any, list[Any], list[Any]]:
+def _component_deployables(
+    source: str, *, plain_http: bool, registry: str | None
+) -> tuple[Any, list[Any], list[Any]]:
     """(component version, its deployables, findings for deployables that cannot be read)."""
     from function.configdata.check import Deployable, Finding
     from function.ocm.fetch import DEPLOYABLE_TYPES, fetch_deployable
@@ -76,8 +85,15 @@ def _component_deployables(source: str, plain_http: bool, registry: str | None) 
             try:
                 files, _ = await fetch_deployable(src, cv, r)
             except SackError as e:
-                problems.append(Finding("warning", "component", "-", "-",
-                                        f"{r.describe()} cannot be read, so no rule is checked against it: {e}"))
+                problems.append(
+                    Finding(
+                        "warning",
+                        "component",
+                        "-",
+                        "-",
+                        f"{r.describe()} cannot be read, so no rule is checked against it: {e}",
+                    )
+                )
                 continue
             flavour = "helm" if r.type == TYPE_HELM_CHART else "kustomize"
             deployables.append(Deployable(r.describe(), flavour, MappingProxyType(dict(files))))
@@ -86,39 +102,100 @@ def _component_deployables(source: str, plain_http: bool, registry: str | None) 
     return with_component(source, read, plain_http=plain_http, registry=registry)
 
 
-@click.command("check", cls=_Command)
-@click.option("--config-data", "config_data", required=True, metavar="CD.yaml", help="The ConfigData file.")
-@click.option("--component", metavar="SOURCE",
-              help="Component version (descriptor, directory, CTF, or [TYPE::]REPO//NAME:VERSION): its images, and "
-              "without --root its charts and Kustomize directories.")
-@click.option("--root", metavar="DIR", help="The deployable's files (a chart or a Kustomize directory).")
-@click.option("--plain-http", is_flag=True, help="Talk plain HTTP to a registry given without a scheme.")
-@click.option("--registry", metavar="HOST[/BASE]",
-              help="Registry a local CTF/directory stands for (where the cluster pulls localBlob images).")
-@click.option("--allow-unpinned", is_flag=True, help="An image with neither digest nor resource digest is a warning.")
-@click.option("--image-pairs", type=click.Choice(["fatal", "warning"], case_sensitive=False), default="fatal",
-              show_default=True, help="Image-pair defects are errors (fatal) or warnings.")
-def check(config_data: str, component: str | None, root: str | None, plain_http: bool, registry: str | None,
-          allow_unpinned: bool, image_pairs: str) -> None:
+@click.command("check", epilog=EPILOG)
+@click.option(
+    "--config-data",
+    "config_data",
+    required=True,
+    metavar="CD.yaml",
+    type=InputPath(exists=True, dir_okay=False),
+    help="The ConfigData file.",
+)
+@click.option(
+    "--component",
+    metavar="SOURCE",
+    help="Component version (descriptor, directory, CTF, or [TYPE::]REPO//NAME:VERSION): its "
+    "images, and without --root its charts and Kustomize directories.",
+)
+@click.option(
+    "--root",
+    metavar="DIR",
+    type=InputPath(exists=True, file_okay=False),
+    help="The deployable's files (a chart or a Kustomize directory).",
+)
+@click.option(
+    "--values",
+    "values_file",
+    metavar="VALUES.yaml",
+    type=InputPath(exists=True, dir_okay=False),
+    help="Values a claim would give (a YAML map or a ConfigMap, see --key): checked against "
+    "the rules, and any value no rule consumes is reported.",
+)
+@click.option(
+    "--key", metavar="KEY", help="ConfigMap data key holding the values (default: the only key)."
+)
+@click.option(
+    "--plain-http", is_flag=True, help="Talk plain HTTP to a registry given without a scheme."
+)
+@click.option(
+    "--registry",
+    metavar="HOST[/BASE]",
+    help="Registry a local CTF/directory stands for (where the cluster pulls localBlob images).",
+)
+@click.option(
+    "--allow-unpinned",
+    is_flag=True,
+    help="An image with neither digest nor resource digest is a warning.",
+)
+@click.option(
+    "--image-pairs",
+    type=click.Choice(["fatal", "warning"], case_sensitive=False),
+    default="fatal",
+    show_default=True,
+    help="Image-pair defects are errors (fatal) or warnings.",
+)
+def check(
+    *,
+    config_data: str,
+    component: str | None,
+    root: str | None,
+    values_file: str | None,
+    key: str | None,
+    plain_http: bool,
+    registry: str | None,
+    allow_unpinned: bool,
+    image_pairs: str,
+) -> None:
     """Lint a ConfigData against its deployable: one line per finding, exit 1 on errors."""
-    from function.configdata.check import Deployable, check as run_check, has_errors
+    from function.configdata.check import Deployable, has_errors
+    from function.configdata.check import check as run_check
 
     try:
         if not component and not root:
-            raise Failure("give --component SOURCE, --root DIR, or both")
+            raise click.UsageError("give --component SOURCE, --root DIR, or both")
         cd_path = Path(config_data)
         data = _read(cd_path, "--config-data")
         cv, deployables, findings = None, [], []
+        values = (
+            load_values(_read(Path(values_file), "--values"), values_file, key)
+            if values_file
+            else None
+        )
         if component:
-            cv, deployables, findings = _component_deployables(component, plain_http, registry)
+            cv, deployables, findings = _component_deployables(
+                component, plain_http=plain_http, registry=registry
+            )
         if root:
             files = read_root(Path(root))
-            deployables = [Deployable(f"--root {root}", _flavour_of(files), MappingProxyType(files))]  # type: ignore[arg-type]
+            deployables = [
+                Deployable(f"--root {root}", _flavour_of(files), MappingProxyType(files))
+            ]  # type: ignore[arg-type]
         findings = findings + run_check(
             data,
             deployables=deployables,
             component=cv,
-            locate=make_locate(allow_unpinned),
+            images=cli_image_table(cv, allow_unpinned=allow_unpinned) if cv is not None else None,
+            values=values,
             image_pairs_fatal=image_pairs.lower() == "fatal",
             complete=root is None,
             name=f"ConfigData {cd_path.name}",
@@ -132,4 +209,3 @@ def check(config_data: str, component: str | None, root: str | None, plain_http:
     sys.stdout.flush()
     if has_errors(findings):
         sys.exit(1)
-

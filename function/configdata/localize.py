@@ -2,9 +2,9 @@
 
 Each rule names a resource of *this* component (name plus the extraIdentity upstream ignored;
 an ambiguous name is an error) and the paths that receive parts of its localized reference.
-The reference itself comes from ``locate`` (by default :func:`function.ocm.access.localized_reference`,
-which applies the packaging contract); its parts follow go-containerregistry, see
-:mod:`function.configdata.imageref`.
+The reference itself comes from the request's image table (resolved once by the core with
+:func:`function.ocm.access.image_table`, which applies the packaging contract, and parsed
+there); its parts follow go-containerregistry, see :mod:`function.ocm.imageref`.
 
 Refused, naming the rule: CUE ``mapping`` rules, ``referencePath`` (resources of referenced
 components), and a rule with no target field.
@@ -22,24 +22,18 @@ not fail this one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Iterable
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
-from function.configdata.imageref import DEFAULT_REGISTRY, BadReference, ImageRef, parse_reference
 from function.configdata.model import ConfigData, LocalizationRule
 from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
 from function.errors import InvalidConfigData, SackError, UnsupportedRule
+from function.ocm.access import ImageTable, image_table
+from function.ocm.imageref import DEFAULT_REGISTRY, BadReference, ImageRef, parse_reference
 from function.ocm.model import ComponentVersion, Resource
 from function.ocm.select import find_resource
-
-Locate = Callable[[ComponentVersion, Resource], str]
-
-
-def default_locate(cv: ComponentVersion, resource: Resource) -> str:
-    from function.ocm.access import localized_reference  # lazy: owned by another module
-
-    return localized_reference(cv, resource)
+from function.ocm.source import resource_key
 
 
 def field_value(ref: ImageRef, field: str) -> str:
@@ -54,7 +48,9 @@ def field_value(ref: ImageRef, field: str) -> str:
 
 @dataclass(frozen=True)
 class LocalizedSubstitution(Substitution):
-    """A localization substitution; ``defect`` says why no ``repository:tag`` template can use it."""
+    """A localization substitution; ``defect`` says why no ``repository:tag`` template can use
+    it.
+    """
 
     defect: str | None = None  # Fatal or Warning by policy, and only if the substitution is applied
 
@@ -68,7 +64,9 @@ class ImagePairDefect:
     file: str
     path: str
     message: str
-    configdata: str = "ConfigData"  # how errors name the ConfigData ("ConfigData (resource config)")
+    configdata: str = (
+        "ConfigData"  # how errors name the ConfigData ("ConfigData (resource config)")
+    )
 
     @property
     def where(self) -> str:
@@ -84,7 +82,9 @@ class Localized:
     warnings: tuple[str, ...]
 
 
-def image_pair_defects(subs: Iterable[Substitution], configdata: str = "ConfigData") -> tuple[ImagePairDefect, ...]:
+def image_pair_defects(
+    subs: Iterable[Substitution], configdata: str = "ConfigData"
+) -> tuple[ImagePairDefect, ...]:
     """The defects among ``subs`` (pass only the substitutions that are applied), in order."""
     return tuple(
         ImagePairDefect(s.rule, s.field, s.file, str(s.path), s.defect, configdata)
@@ -93,7 +93,9 @@ def image_pair_defects(subs: Iterable[Substitution], configdata: str = "ConfigDa
     )
 
 
-def enforce_image_pairs(defects: Iterable[ImagePairDefect], *, fatal: bool, downgrade: str) -> tuple[str, ...]:
+def enforce_image_pairs(
+    defects: Iterable[ImagePairDefect], *, fatal: bool, downgrade: str
+) -> tuple[str, ...]:
     """Raise the first defect (``fatal``), or return every defect as a warning line.
 
     ``downgrade`` tells the reader how to make it a warning (the policy field or the CLI flag).
@@ -104,7 +106,9 @@ def enforce_image_pairs(defects: Iterable[ImagePairDefect], *, fatal: bool, down
     if fatal:
         first = found[0]
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        raise InvalidConfigData(first.where, f"{first.message}{more}. {downgrade}", reason="InvalidImageReference")
+        raise InvalidConfigData(
+            first.where, f"{first.message}{more}. {downgrade}", reason="InvalidImageReference"
+        )
     return tuple(str(d) for d in found)
 
 
@@ -117,34 +121,38 @@ def _published_tag(resource: Resource) -> str:
         ref = parse_reference(name)
     except BadReference:
         return ""
-    last = name.split("@", 1)[0].rsplit("/", 1)[-1]
-    return ref.tag if ":" in last else ""
+    return ref.tag
 
 
-def _defect(ref: ImageRef, field: str, value: str, path: str, has_registry_rule: bool) -> str | None:
+def _defect(
+    ref: ImageRef, field: str, value: str, path: str, *, has_registry_rule: bool
+) -> str | None:
     if field == "tag" and ref.digest and not ref.tag:
         return (
-            f"{path} would receive the bare digest {value[:19]}…, which is not a tag: a template of the form "
-            f"'repository:tag' renders '{ref.repository}:sha256:…', an invalid reference, and the reference "
-            "names no tag to write before the digest. Use an 'image' rule for the full reference, or write the "
-            "digest into the chart's digest field"
+            f"{path} would receive the bare digest {value[:19]}…, which is not a tag: a template "
+            f"of the form 'repository:tag' renders '{ref.repository}:sha256:…', an invalid "
+            "reference, and the reference names no tag to write before the digest. Use an "
+            "'image' rule for the full reference, or write the digest into the chart's digest "
+            "field"
         )
     if field == "repository" and not has_registry_rule and ref.registry != DEFAULT_REGISTRY:
         return (
-            f"{path} would receive {value!r}, the repository without its registry {ref.registry!r}: a "
-            "'repository:tag' template then pulls from Docker Hub, not from the registry the component was "
-            "transferred to. Use 'fullyQualifiedRepository' (registry included), or add a 'registry' rule "
-            "for the template's registry value"
+            f"{path} would receive {value!r}, the repository without its registry "
+            f"{ref.registry!r}: a 'repository:tag' template then pulls from Docker Hub, not "
+            "from the registry the component was transferred to. Use 'fullyQualifiedRepository' "
+            "(registry included), or add a 'registry' rule for the template's registry value"
         )
     return None
 
 
-def _warning(ref: ImageRef, field: str, value: str, path: str, has_registry_rule: bool) -> str | None:
+def _warning(
+    ref: ImageRef, field: str, value: str, path: str, *, has_registry_rule: bool
+) -> str | None:
     if field == "repository" and not has_registry_rule and ref.registry == DEFAULT_REGISTRY:
         return (
-            f"{path} receives {value!r}, the repository without its registry {ref.registry!r} (upstream "
-            "semantics); unless the template prepends the registry from a 'registry' rule, use "
-            "'fullyQualifiedRepository'"
+            f"{path} receives {value!r}, the repository without its registry {ref.registry!r} "
+            "(upstream semantics); unless the template prepends the registry from a 'registry' "
+            "rule, use 'fullyQualifiedRepository'"
         )
     return None
 
@@ -157,7 +165,9 @@ def _check_supported(rule: LocalizationRule, where: str) -> None:
             "fullyQualifiedRepository fields with a path each",
         )
     if rule.resource is None:
-        raise InvalidConfigData(where, "resource is missing: name the component resource (resource: {name: ...})")
+        raise InvalidConfigData(
+            where, "resource is missing: name the component resource (resource: {name: ...})"
+        )
     if rule.referencePath or rule.resource.referencePath:
         raise UnsupportedRule(
             where,
@@ -166,8 +176,9 @@ def _check_supported(rule: LocalizationRule, where: str) -> None:
         )
     if not rule.targets():
         raise InvalidConfigData(
-            where, "no substitution target given: set at least one of image, registry, repository, tag, "
-            "fullyQualifiedRepository"
+            where,
+            "no substitution target given: set at least one of image, registry, repository, tag, "
+            "fullyQualifiedRepository",
         )
 
 
@@ -186,21 +197,27 @@ def registry_rules(cd: ConfigData) -> frozenset[RuleKey]:
 
 
 def plan_localization(
-    cd: ConfigData, cv: ComponentVersion, locate: Locate | None = None, *, only_file: str | None = None
+    cd: ConfigData,
+    cv: ComponentVersion,
+    images: ImageTable | None = None,
+    *,
+    only_file: str | None = None,
 ) -> Localized:
     """Every localization substitution, in rule order then field order.
 
-    ``only_file`` restricts planning to the rules addressing that file (the CLI works on one
-    file; rule numbers stay those of the ConfigData).
+    ``images`` is the request's image table (default: :func:`function.ocm.access.image_table`
+    of ``cv``, as the CLI needs). ``only_file`` restricts planning to the rules addressing that
+    file (the CLI works on one file; rule numbers stay those of the ConfigData).
     """
-    locate = locate or default_locate
+    if images is None:
+        images = image_table(cv)
     subs: list[Substitution] = []
     warnings: list[str] = []
     with_registry = registry_rules(cd)
     for i, rule in enumerate(cd.localization):
         if only_file is not None and rule.file != only_file:
             continue
-        planned = plan_rule(i, rule, cv, locate, with_registry)
+        planned = plan_rule(i, rule, cv, images, with_registry)
         subs.extend(planned)
         warnings.extend(s.warning for s in planned if s.warning)
     return Localized(tuple(subs), tuple(warnings))
@@ -210,7 +227,7 @@ def plan_rule(
     i: int,
     rule: LocalizationRule,
     cv: ComponentVersion,
-    locate: Locate | None = None,
+    images: ImageTable | None = None,
     with_registry: frozenset[RuleKey] = frozenset(),
 ) -> tuple[LocalizedSubstitution, ...]:
     """The substitutions of ``localization[i]`` (``sack8s check`` plans rule by rule).
@@ -218,40 +235,59 @@ def plan_rule(
     ``with_registry``: :func:`registry_rules` of the ConfigData; a ``repository`` for a
     resource and file that also get a ``registry`` is completed by the template.
     """
-    locate = locate or default_locate
+    if images is None:
+        images = image_table(cv)
     rid = f"localization[{i}]"
     where = f"ConfigData {rid} (file {rule.file})"
     _check_supported(rule, where)
-    assert rule.resource is not None
+    assert rule.resource is not None  # noqa: S101 - _check_supported refused a rule without one
     resource = find_resource(
-        cv.descriptor, rule.resource.name, rule.resource.extraIdentity, where=f"ConfigData {rid}.resource"
+        cv.descriptor,
+        rule.resource.name,
+        rule.resource.extraIdentity,
+        where=f"ConfigData {rid}.resource",
     )
+    entry = images.get(resource_key(resource))
     try:
-        text = locate(cv, resource)
+        if entry is None:
+            raise InvalidConfigData("", f"{resource.describe()} has no entry in the image table")
+        ref = entry.require()
+    except BadReference as e:
+        raise BadReference(
+            f"ConfigData {rid}.resource ({resource.describe()})", e.message
+        ) from None
     except SackError as e:
-        raise type(e)(f"ConfigData {rid}.resource", f"{e.where}: {e.message}" if e.where else e.message) from None
-    ref = parse_reference(text, where=f"ConfigData {rid}.resource ({resource.describe()})")
+        raise type(e)(
+            f"ConfigData {rid}.resource", f"{e.where}: {e.message}" if e.where else e.message
+        ) from None
     if ref.digest and not ref.tag:
         tag = _published_tag(resource)
         if tag:
-            ref = ImageRef(ref.registry, ref.repository_raw, tag, ref.digest)
+            ref = replace(ref, tag=tag)
     has_registry = bool(rule.registry) or _key(rule) in with_registry
     out: list[LocalizedSubstitution] = []
     for field, raw_path in rule.targets():
         path = parse_path(raw_path, where=f"ConfigData {rid}.{field} (file {rule.file})")
         value = field_value(ref, field)
         label = f"ConfigData {rid}.{field} (file {rule.file})"
-        warning = _warning(ref, field, value, str(path), has_registry)
+        warning = _warning(ref, field, value, str(path), has_registry_rule=has_registry)
         if not out and not ref.digest:
             warning = (
-                f"{resource.describe()} is not pinned by digest ({text[:200]!r}): the registry can change "
-                "what runs (accepted only because unpinned images are allowed: policy "
-                "source.allowUnpinnedImages, or sack8s --allow-unpinned)" + (f"; also: {warning}" if warning else "")
+                f"{resource.describe()} is not pinned by digest ({entry.reference[:200]!r}): the "
+                "registry can change what runs (accepted only because unpinned images are "
+                "allowed: policy source.allowUnpinnedImages, or sack8s --allow-unpinned)"
+                + (f"; also: {warning}" if warning else "")
             )
-        defect = _defect(ref, field, value, str(path), has_registry)
+        defect = _defect(ref, field, value, str(path), has_registry_rule=has_registry)
         out.append(
             LocalizedSubstitution(
-                rid, field, rule.file, path, value, f"{label}: {warning}" if warning else None, defect
+                rid,
+                field,
+                rule.file,
+                path,
+                value,
+                f"{label}: {warning}" if warning else None,
+                defect,
             )
         )
     return tuple(out)
