@@ -51,7 +51,7 @@ def test_bundled_example_chart_values_are_a_pinned_reference_of_the_transfer_tar
     assert r.stderr == ""  # no warning: the example is what a careful team writes
     assert r.stdout == (
         "replicaCount: 1\nimage:\n  repository: 127.0.0.1:5000/upstream/podinfo\n"
-        f"  tag: 6.2.0@{example_component.IMAGE_DIGEST}\n"
+        f"  tag: 6.2.0@{example_component.IMAGE_DIGEST}\nui:\n  message: \"\"\n"
     )
 
 
