@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 from function.api.claim import Spec
 from function.api.policy import Policy
+from function.compose.admission import oci_repository_reference
 from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
 from function.ocm import versions
 from function.ocm.cache import Cache
@@ -34,8 +35,10 @@ from function.ocm.source import ComponentSource, LoadedComponent
 def claim_repository(spec: Spec) -> Repository:
     """The claim's OCM repository; only OCI registries are accepted from a claim."""
     where = "spec.component.repository"
+    # Decided on the text alone: a claim's reference never reaches a filesystem probe.
+    text = oci_repository_reference(spec.component.repository, where)
     try:
-        loc = parse_repository(spec.component.repository)
+        loc = parse_repository(text)
     except SackError as e:
         raise PolicyViolation(where, e.message if e.where.startswith("source") else str(e)) from None
     if loc.kind != "oci" or loc.repository is None:

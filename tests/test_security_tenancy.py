@@ -206,7 +206,8 @@ def one_fatal(out: Any, where: str, *parts: str) -> str:
     assert out.resources == [], "a Fatal returns no partial desired state"
     msg = fatals[0].message
     assert fatals[0].reason not in ("InternalError", ""), msg
-    assert msg.startswith(where + ":") or msg.startswith(where + " "), f"the Fatal does not name {where!r}: {msg!r}"
+    # The field itself or a field below it (spec.namespaces[0] covers spec.namespaces[0].name).
+    assert msg.startswith(where) and msg[len(where):][:1] in (":", " ", ".", "["), f"the Fatal does not name {where!r}: {msg!r}"
     for p in parts:
         assert p in msg, f"{p!r} not in {msg!r}"
     return msg
@@ -666,7 +667,8 @@ def test_attack_through_sack8s_render(attack: Attack, tmp_path: Path) -> None:
     if isinstance(attack.expect, Fatal):
         assert proc.returncode == 1, (proc.returncode, proc.stdout[:500], proc.stderr)
         err = proc.stderr.strip()
-        assert err.startswith(f"sack8s render: {attack.expect.where}"), err
+        head = f"sack8s render: {attack.expect.where}"
+        assert err.startswith(head) and err[len(head):][:1] in (":", " ", ".", "["), err
         for p in attack.expect.parts:
             assert p in err, (p, err)
         assert proc.stdout == ""

@@ -16,12 +16,23 @@ from typing import Any, Literal, Mapping
 
 from function.api.claim import Spec
 from function.api.policy import Policy
-from function.compose import admission, externalsecrets, flux, namespaces, ocmobjects, rbac, readiness, usages
+from function.compose import (
+    admission,
+    collisions,
+    externalsecrets,
+    flux,
+    images,
+    namespaces,
+    ocmobjects,
+    rbac,
+    readiness,
+    usages,
+)
 from function.compose.context import Context
 from function.compose.identity import Identity
 from function.configdata.deploy import FluxMutation, mutation_for
 from function.errors import ComponentError, InvalidClaim
-from function.ocm.access import flux_source, localized_reference, parse_image_reference
+from function.ocm.access import flux_source
 from function.ocm.model import TYPE_CONFIGDATA, TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
 from function.ocm.select import find_by_type, find_resource
 from function.ocm.source import LoadedComponent, resource_key
@@ -91,7 +102,7 @@ def select_resources(spec: Spec, loaded: LoadedComponent) -> tuple[Resource, Res
 
 def _images(inp: CoreInput) -> list[dict[str, Any]]:
     cv = inp.loaded.component
-    locate = partial(localized_reference, allow_unpinned=inp.policy.source.allowUnpinnedImages)
+    locate = _locate(inp.policy)
     out = []
     for r in cv.descriptor.resources:
         if r.type in IMAGE_TYPES:
@@ -100,6 +111,13 @@ def _images(inp: CoreInput) -> list[dict[str, Any]]:
                 entry["extraIdentity"] = dict(sorted(r.extra_identity.items()))
             out.append(entry)
     return out
+
+
+def _locate(policy: Policy) -> partial[str]:
+    """Every image reference the function writes, refused outside the image allowlist (images.py)."""
+    return partial(
+        images.allowed_reference, allow_unpinned=policy.source.allowUnpinnedImages, hosts=images.allowed_hosts(policy)
+    )
 
 
 def _mutation(inp: CoreInput, flavour: str, deployable: Resource, cd: Resource | None) -> FluxMutation:
@@ -121,7 +139,7 @@ def _mutation(inp: CoreInput, flavour: str, deployable: Resource, cd: Resource |
         files,
         inp.values,
         configdata_name=f"ConfigData (resource {cd.name})",
-        locate=partial(localized_reference, allow_unpinned=inp.policy.source.allowUnpinnedImages),
+        locate=_locate(inp.policy),
     )
 
 
@@ -154,16 +172,18 @@ def compose(inp: CoreInput) -> CoreOutput:
     ctx = Context(identity, spec, policy, deploy_ns, inp.repository, registry, flavour)
 
     src = flux_source(cv, deployable, flavour, blob_head=inp.loaded.blob_heads.get(resource_key(deployable)))
-    images = _images(inp)
+    image_list = _images(inp)
     mutation = _mutation(inp, flavour, deployable, cd)
-    image_hosts = sorted({parse_image_reference(i["reference"], "image").host for i in images})
+    image_hosts = images.pull_secret_hosts(
+        spec, policy, (images.host_of(i["reference"], "image") for i in image_list), inp.repository.host
+    )
 
     desired: dict[str, dict[str, Any]] = {}
-    desired.update(namespaces.build(ctx, inp.existing_namespaces, inp.observed))
-    desired.update(rbac.build(ctx))
-    desired.update(externalsecrets.build(ctx, image_hosts))
+    collisions.merge(desired, namespaces.build(ctx, inp.existing_namespaces, inp.observed))
+    collisions.merge(desired, rbac.build(ctx))
+    collisions.merge(desired, externalsecrets.build(ctx, image_hosts))
     if policy.ocm.enabled:
-        desired.update(ocmobjects.build(ctx, cv, deployable))
+        collisions.merge(desired, ocmobjects.build(ctx, cv, deployable))
 
     notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
     flux_objs = flux.build(ctx, src, mutation)
@@ -171,7 +191,7 @@ def compose(inp: CoreInput) -> CoreOutput:
     already = any(k in inp.observed for k in flux_objs)
     flux_key: str | None = flux.key_release(flavour)
     if gate_open or already:
-        desired.update(flux_objs)
+        collisions.merge(desired, flux_objs)
     else:
         flux_key = None
         notes.append(Note("Normal", "WaitingForOCMComponent", f"Flux objects wait for the OCM Component: {why}"))
@@ -179,7 +199,8 @@ def compose(inp: CoreInput) -> CoreOutput:
     # ones already observed stay (never dropped because a dependency is not ready).
     for key, usage in usages.build(ctx, {**desired, **flux_objs}, flux.key_release(flavour)).items():
         if flux_key is not None or key in inp.observed or usage["spec"]["by"]["kind"] != flux.kind_of(flavour):
-            desired[key] = usage
+            collisions.merge(desired, {key: usage})
+    collisions.check(desired)
 
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
     blocked = readiness.first_blocker(desired, ready, inp.observed)
@@ -195,7 +216,7 @@ def compose(inp: CoreInput) -> CoreOutput:
             "descriptorDigest": cv.descriptor_digest,
             "repository": spec.component.repository,
         },
-        "images": images,
+        "images": image_list,
         "deploy": {
             "namespace": deploy_ns,
             "serviceAccount": ctx.deployer_name,

@@ -26,10 +26,13 @@ def _ref(obj: Mapping[str, Any], with_namespace: bool) -> dict[str, Any]:
     return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "resourceRef": ref}
 
 
-def _usage(ctx: Context, of: Mapping[str, Any], by: Mapping[str, Any], reason: str) -> dict[str, Any]:
+def key_usage(key: str) -> str:
+    return names.key("usage", key)
+
+
+def _usage(ctx: Context, key: str, of: Mapping[str, Any], by: Mapping[str, Any], reason: str) -> dict[str, Any]:
     by_ns = by["metadata"].get("namespace")
-    parts = [by["metadata"]["name"], of["kind"].lower(), of["metadata"].get("namespace", ""), of["metadata"]["name"]]
-    name = names.fit("-".join(p for p in parts if p), names.SUBDOMAIN_MAX)
+    name = ctx.names.usage(key, of["kind"])
     return {
         "apiVersion": API,
         "kind": "Usage",
@@ -45,8 +48,8 @@ def build(ctx: Context, desired: Mapping[str, Mapping[str, Any]], flux_key: str 
         release = desired[flux_key]
         for key, obj in sorted(desired.items()):
             if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ExternalSecret"):
-                out[names.resource_key("usage", key)] = _usage(
-                    ctx, obj, release, f"{release['kind']} uninstalls with the deployer's rights and secrets"
+                out[key_usage(key)] = _usage(
+                    ctx, key, obj, release, f"{release['kind']} uninstalls with the deployer's rights and secrets"
                 )
     # Namespaces outlive what is inside them: each created target namespace is used by the
     # RoleBinding in it, and the deploy namespace by the deploy ServiceAccount.
@@ -63,5 +66,5 @@ def build(ctx: Context, desired: Mapping[str, Mapping[str, Any]], flux_key: str 
             None,
         )
         if user is not None:
-            out[names.resource_key("usage", key)] = _usage(ctx, obj, user, "Namespace outlives what is deployed into it")
+            out[key_usage(key)] = _usage(ctx, key, obj, user, "Namespace outlives what is deployed into it")
     return out

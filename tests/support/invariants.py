@@ -39,7 +39,7 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 REMOTE_KEY = re.compile(r"^[A-Za-z0-9_.+=@-]+(/[A-Za-z0-9_.+=@-]+)*$")
-STORAGE_RULE = ([""], ["secrets"], ["get", "list", "watch", "create", "update", "patch", "delete"])
+STORAGE_RULE = (("",), ("secrets",), ("get", "list", "watch", "create", "update", "patch", "delete"))
 FLUX_OCM_KINDS = {"OCIRepository", "HelmRelease", "Kustomization", "Repository", "Component", "Resource"}
 
 
