@@ -252,10 +252,10 @@ def check_render(
     base_rules = rules if rules is not None else [r.model_dump() for r in DEFAULT_DEPLOYER_RULES]
     allowed_extra = policy.get("rbac", {}).get("allowedExtraRules") or []
     extra = [r for r in (spec.get("rbac") or {}).get("extraRules") or [] if _covered(r, allowed_extra)]
-    helm = [o for o in resources if o["kind"] == "HelmRelease"]
-    storage_ns = helm[0]["spec"]["storageNamespace"] if helm else None
-    if shared:
-        assert storage_ns in (None, *targets), "Helm release state in a shared deploy namespace"
+    # Helm's release state: the per-claim deploy namespace, or with a shared one the first target.
+    storage_ns = targets[0] if shared else deploy_ns
+    for hr in (o for o in resources if o["kind"] == "HelmRelease"):
+        assert hr["spec"]["storageNamespace"] == storage_ns, ("Helm release state in", hr["spec"]["storageNamespace"])
     roles = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in resources if o["kind"] == "Role"}
     granted = {_rule(r) for r in [*base_rules, *extra]}
     for (ns, name), role in roles.items():
