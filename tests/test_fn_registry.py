@@ -56,6 +56,8 @@ def setup(host: str, mode: str, xr_file: str = "examples/xr.yaml") -> tuple[dict
     xr["spec"]["component"]["version"] = "6.2.0"
     policy = input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "composition")
     policy["registries"] = [{"host": host, "plainHTTP": True}]
+    # Images stay where the fixture's descriptors name them (127.0.0.1:5000) unless copied by value.
+    policy["imageRegistries"] = [{"host": host, "pullCredential": True}, {"host": "127.0.0.1:5000", "pullCredential": True}]
     policy["mirrors"] = []
     policy["ocm"] = {"enabled": True, "gate": False}
     return xr, policy

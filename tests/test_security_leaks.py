@@ -81,6 +81,7 @@ def setup(host: str, cred_name: str = "registry-creds") -> tuple[dict[str, Any],
     xr["spec"]["component"]["repository"] = f"oci::http://{host}/source"
     xr["spec"]["component"]["version"] = "6.2.0"
     policy["registries"] = [{"host": host, "plainHTTP": True, "credentials": cred_name}]
+    policy["imageRegistries"] = [{"host": host, "pullCredential": True}, {"host": "127.0.0.1:5000", "pullCredential": True}]
     policy["mirrors"] = []
     return xr, policy
 

@@ -70,7 +70,7 @@ class Deployable(Model):
     )
     path: str = Field(
         default="./",
-        description="Kustomize only: path inside the resource to build.",
+        description="Kustomize only: path inside the resource to build (relative, no '..').",
         max_length=253,
     )
 
@@ -81,9 +81,11 @@ class TargetNamespace(Model):
     name: str = Field(pattern=DNS_LABEL, max_length=63)
     mode: Literal["create", "adopt", "existing"] = Field(
         default="create",
-        description="create: compose the Namespace (refused when one exists that this claim "
-        "does not own); adopt: take over an existing one (only where ops policy allows); "
-        "existing: compose only what goes inside it.",
+        description="create: compose the Namespace, with a name of the claim's tenant (by default "
+        "<claim namespace>--<suffix>; refused when one exists that this claim does not own); "
+        "adopt: take over an existing namespace of the tenant no other claim owns (only where ops "
+        "policy allows; deleting the claim deletes it); existing: compose only what goes inside a "
+        "namespace of the tenant (the claim's own, or one ops labelled for it).",
     )
 
 
@@ -115,7 +117,12 @@ class StoreRef(Model):
 
 
 class RemoteRef(Model):
-    key: str = Field(min_length=1, max_length=1024, description="Key in the secret store.")
+    key: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="Key in the secret store: plain ASCII segments (letters, digits, - _ . + = @ :) "
+        "joined by '/', under a prefix ops policy allows.",
+    )
     property: str | None = Field(default=None, max_length=253)
     version: str | None = Field(default=None, max_length=253)
 

@@ -57,7 +57,7 @@ class Identity:
             names.LABEL_OWNER: self.claim_id,
         }
         if self.namespace:
-            out[names.LABEL_CLAIM_NAMESPACE] = self.namespace
+            out[names.LABEL_CLAIM_NAMESPACE] = names.label_value(self.namespace)
         return out
 
     def annotations(self) -> dict[str, str]:
