@@ -20,6 +20,7 @@ import pytest
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from support.faultproxy import MARKER
+from test_soak import namespaces_required
 from support.oci_env import PASSWORD, USER, basic_auth_registry, fault_proxy, fixture_registry, htpasswd_file, proxy  # noqa: F401
 
 from function.fn import FunctionRunner
@@ -168,7 +169,8 @@ def test_registry_fault_on_a_later_reconcile_is_one_fatal_and_keeps_desired(prox
         obj = next(o for o in first.resources if o["metadata"]["annotations"]["crossplane.io/composition-resource-name"] == k)
         resource.update(req.observed.resources[k], obj)
         resource.update(req.desired.resources[k], obj)  # what an earlier pipeline step passed on
-    req.required_resources["namespace-podinfo"].CopyFrom(fnv1.Resources())
+    for name in namespaces_required(xr, policy):  # targets and the deploy namespace: absent
+        req.required_resources[f"namespace-{name}"].CopyFrom(fnv1.Resources())
     rsp = asyncio.run(runner().RunFunction(req, None))
     fatals = [x for x in rsp.results if x.severity == fnv1.SEVERITY_FATAL]
     assert len(fatals) == 1

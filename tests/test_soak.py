@@ -119,9 +119,8 @@ def request(xr: dict[str, Any], policy: dict[str, Any], *, observed: bool = Fals
     req.meta.tag = "soak"
     resource.update(req.observed.composite, xr)
     req.input.update(policy)
-    for ns in xr.get("spec", {}).get("namespaces", []) if isinstance(xr.get("spec"), dict) else []:
-        if isinstance(ns, dict) and isinstance(ns.get("name"), str):
-            req.required_resources[f"namespace-{ns['name']}"].CopyFrom(fnv1.Resources())
+    for name in namespaces_required(xr, policy):
+        req.required_resources[f"namespace-{name}"].CopyFrom(fnv1.Resources())
     if observed:
         from hypothesis_profiles import observed_helm
 
@@ -130,6 +129,19 @@ def request(xr: dict[str, Any], policy: dict[str, Any], *, observed: bool = Fals
     if credentials:
         req.credentials["registry-creds"].CopyFrom(fnv1.Credentials(credential_data=fnv1.CredentialData(data=credentials)))
     return req
+
+
+def namespaces_required(xr: dict[str, Any], policy: dict[str, Any]) -> list[str]:
+    """The Namespaces RunFunction will ask for (targets and the deploy namespace), all absent here."""
+    from function.compose.identity import identity_of
+    from function.fn import parse_policy, parse_spec
+    from function.requirements import requirements_for
+
+    try:
+        return requirements_for(parse_spec(xr), identity_of(xr), parse_policy(policy)).namespaces
+    except Exception:  # noqa: BLE001 - a garbage claim: its targets as written, if any
+        nss = xr.get("spec", {}).get("namespaces", []) if isinstance(xr.get("spec"), dict) else []
+        return [ns["name"] for ns in nss if isinstance(ns, dict) and isinstance(ns.get("name"), str)]
 
 
 def claim(name: str) -> dict[str, Any]:
