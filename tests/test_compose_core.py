@@ -323,3 +323,21 @@ def test_registry_credential_template_cannot_be_broken_by_a_quote() -> None:
     got = by_key(run(xr, policy))
     tpl = got["externalsecret-pull.podinfo"]["spec"]["target"]["template"]["data"][".dockerconfigjson"]
     assert "| toJson" in tpl and '"{{' not in tpl and ".password" in tpl
+
+
+def test_upgrade_keeps_the_namespaces_an_earlier_release_created() -> None:
+    """A claim whose target an earlier release created under other rules (``team-a`` creating
+    ``podinfo``, old owner label): the key is unchanged and observed, so the Namespace stays the
+    claim's and is relabelled in place; the same name is refused to a claim that never had it."""
+    xr, policy = load("examples/claim.yaml", "examples/composition-claim.yaml")
+    xr["spec"]["namespaces"] = [{"name": "podinfo", "mode": "create"}]
+    old = {"apiVersion": "v1", "kind": "Namespace",
+           "metadata": {"name": "podinfo", "labels": {"sack8s.io/owner": "team-a-podinfo"},
+                        "annotations": {"crossplane.io/composition-resource-name": "namespace-podinfo"}}}
+    required = [*load_docs([REPO / "examples/required"]), {k: v for k, v in old.items()}]
+    out = asyncio.run(render(xr, policy, observed=[old], required=required))
+    assert out.fatal is None, out.fatal.message
+    ns = by_key(out)["namespace-podinfo"]["metadata"]
+    assert ns["labels"]["sack8s.io/tenant"] == "team-a" and ns["annotations"]["sack8s.io/claim-name"] == "podinfo"
+    fresh = asyncio.run(render(xr, policy, required=required))
+    assert fresh.fatal is not None and "spec.namespaces[0]" in fresh.fatal.message

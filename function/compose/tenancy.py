@@ -21,8 +21,11 @@ claim) -- or, for a free name, what ``create`` may. Names matching the deploy-na
 are reserved: no claim may create or use them, so none can squat a deploy namespace another
 claim will need.
 
-The checks that need only names run at admission, before anything is fetched; those that
-need the live Namespace (read as a required resource) run when the Namespaces are composed.
+The checks that need only names (forbidden, reserved, the deploy namespace, the claim's own
+namespace) run at admission, before anything is fetched; those that need the live Namespace
+(read as a required resource) or what this XR already composes run when the Namespaces are
+composed -- including the tenant pattern, so a namespace an earlier release created for the
+claim under other rules stays the claim's (upgrades), while any *new* name must fit.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def is_home(identity: Identity, name: str) -> bool:
 def check_names(spec: Spec, policy: Policy, identity: Identity, deploy_ns: str) -> None:
     """Everything decidable from names alone, for every target namespace."""
     allow = compiled(policy.namespaces.allowPattern, identity, "namespaces.allowPattern")
-    tenant_names = compiled(policy.namespaces.tenantPattern, identity, "namespaces.tenantPattern")
+    compiled(policy.namespaces.tenantPattern, identity, "namespaces.tenantPattern")  # a bad policy fails first
     reserved = reserved_pattern(policy)
     seen: set[str] = set()
     for i, ns in enumerate(spec.namespaces):
@@ -102,8 +105,6 @@ def check_names(spec: Spec, policy: Policy, identity: Identity, deploy_ns: str) 
                 f"spec.namespaces[{i}].mode",
                 f"namespace {ns.name!r} is the claim's own namespace: only mode existing may use it",
             )
-        if ns.mode == "create" and not tenant_names.fullmatch(ns.name):
-            raise PolicyViolation(where, _not_in_space(ns.name, identity, policy))
 
 
 def _not_in_space(name: str, identity: Identity, policy: Policy) -> str:
@@ -149,11 +150,12 @@ def check_live(
     tenant_names = compiled(policy.namespaces.tenantPattern, identity, "namespaces.tenantPattern")
     for i, ns in enumerate(spec.namespaces):
         where = f"spec.namespaces[{i}]"
-        if ns.name not in existing:
-            continue
-        live = existing[ns.name]
+        live = existing.get(ns.name)
+        known = ns.name in existing
         ours = key_of(ns.name) in observed_keys or identity.owns(live)
         if ns.mode == "existing":
+            if not known:
+                continue
             if live is None:
                 raise PolicyViolation(where, f"namespace {ns.name!r} does not exist (mode existing composes no Namespace)")
             if not belongs(live, ns.name, identity, policy):
@@ -161,11 +163,11 @@ def check_live(
                     where, f"namespace {ns.name!r} is not tenant {identity.tenant or '(none)'!r}'s: {_whose(live, policy)}"
                 )
             continue
-        if live is None:
-            if not tenant_names.fullmatch(ns.name):  # adopt of a free name: what create may
-                raise PolicyViolation(where, _not_in_space(ns.name, identity, policy))
+        if ours:  # composed for this claim before (under whatever rules held then): still ours
             continue
-        if ours:
+        if live is None:  # a free name (or not known yet): only what the tenant may create
+            if not tenant_names.fullmatch(ns.name):
+                raise PolicyViolation(f"{where}.name", _not_in_space(ns.name, identity, policy))
             continue
         other = owner_of(live)
         if ns.mode == "create":
