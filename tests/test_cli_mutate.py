@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import need
 
 from function.cli import main
-from conftest import need
 
 DATA = Path(__file__).parent / "data" / "configdata"
 BACKEND = DATA / "backend"
@@ -116,9 +116,10 @@ def test_stdin_with_as():
     assert r.exit_code == 0 and "replicas: 2 # set by" in r.stdout
 
 
-def test_stdin_without_as():
-    assert_one_line_error(backend("configure", "--values", str(BACKEND / "values.yaml"), "-", stdin="a: 1\n"),
-                          "--as PATH")
+def test_stdin_without_as_is_a_usage_error():
+    r = backend("configure", "--values", str(BACKEND / "values.yaml"), "-", stdin="a: 1\n")
+    assert r.exit_code == 2, r.output
+    assert r.stdout == "" and "--as PATH" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_frontend_multi_document_file(tmp_path):
@@ -214,15 +215,19 @@ def test_invalid_config_data(tmp_path):
         (["configure", "--values", str(BACKEND / "values.yaml"), "../outside.yaml"], "must be a path inside the root"),
         (["configure", "--values", str(BACKEND / "values.yaml"), "/etc/hostname"], "is outside --root"),
         (["localize", "--component", "/nonexistent/cd.yaml", "manifests/deploy.yaml"], "does not exist"),
-        (["localize", "--component", "ctf::/nonexistent//a.org/x:1", "manifests/deploy.yaml"], "is not a CTF"),
+        (["localize", "--component", "ctf::/nonexistent//a.org/x:1", "manifests/deploy.yaml"],
+         "/nonexistent does not exist"),
+        # usage errors: exit 2 (the contract of function/cli/exits.py)
         (["configure", "manifests/deploy.yaml"], "Missing option '--values'"),
         (["configure", "--values", str(BACKEND / "values.yaml")], "Missing argument 'FILE'"),
         (["mutate", "--values", str(BACKEND / "values.yaml"), "manifests/deploy.yaml"], "Missing option '--component'"),
+        (["configure", "--values", str(BACKEND / "values.yaml"), "--bogus", "manifests/deploy.yaml"],
+         "No such option '--bogus'"),
     ],
 )
-def test_error_paths_exit_1(args, fragment):
+def test_error_paths(args, fragment):
     r = backend(*args)
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == (2 if fragment.startswith(("Missing", "No such option")) else 1), r.output
     assert r.stdout == ""
     assert fragment in r.stderr
     assert "Traceback" not in r.stderr
@@ -338,7 +343,8 @@ def test_component_directory_and_unnamed_ctf(tmp_path, fixtures_dir):
     r = backend("localize", "--component", f"{d}//ocm.software/podinfo-backend", "manifests/deploy.yaml")
     assert r.exit_code == 0 and RELOCATED in r.stdout  # version left out: the only one is used
     r = backend("localize", "--component", str(fixtures_dir / "ctf"), "manifests/deploy.yaml")
-    assert_one_line_error(r, "name the component: REPO//NAME:VERSION")
+    # the CTF holds one component, which is taken; it has two versions, which are listed
+    assert_one_line_error(r, "name the version (SOURCE//NAME:VERSION); versions there: 6.3.0, 6.2.0")
     r = backend("localize", "--component", f"ctf::{fixtures_dir / 'ctf'}//acme.org/sack8s/podinfo",
                 "manifests/deploy.yaml")
-    assert_one_line_error(r, "name the version of acme.org/sack8s/podinfo (found: ")
+    assert_one_line_error(r, "component acme.org/sack8s/podinfo: name the version", "versions there: 6.3.0, 6.2.0")

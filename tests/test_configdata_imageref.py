@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from function.configdata.imageref import BadReference, image_name, parse_reference
+from function.ocm.imageref import BadReference, image_name, parse_reference
 from function.configdata.localize import field_value
 
 D = "sha256:" + "ab" * 32

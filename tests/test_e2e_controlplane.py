@@ -47,7 +47,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import CRDS, FIXTURES, OCM_CLI, REPO, SHARED, need, need_binary, need_path
+from conftest import CRDS, FIXTURES, REPO, SHARED, need, need_binary, need_path, opt_in_binary
 from ruamel.yaml import YAML
 
 from function.compose import readiness
@@ -1075,7 +1075,7 @@ def _assert_helm_result(cp: ControlPlane, r: Render, hr: dict, target: str) -> N
 def test_missing_permission_fails_with_an_actionable_message(cp, tmp_path):
     """A component shipping a Role (not in the default deployer Role): Flux names the permission, and
     status.blockedBy of a re-render with the observed Kustomization shows it."""
-    ocm = need_path(OCM_CLI, "OCM CLI", "SACK8S_OCM_CLI")
+    ocm = opt_in_binary("SACK8S_OCM_CLI")
     with timed("extra-role: build component (OCM CLI)"):
         (tmp_path / "ocmtmp").mkdir()
         _run(

@@ -40,7 +40,7 @@ from crossplane.function import logging as sdklogging
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from function.fn import FunctionRunner
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.render import Rendered, claim_to_xr, render
 from function.sources import SourceFactory
 from support.invariants import Claim, Ledger, check_render, key_of

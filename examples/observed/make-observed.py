@@ -6,10 +6,10 @@ resolved version. Usage: python examples/observed/make-observed.py (from the rep
 """
 
 import asyncio
-
-from crossplane.function import logging
 import copy
 from pathlib import Path
+
+from crossplane.function import logging
 
 from function.render import dump_yaml, input_from_composition, load_docs, render
 
@@ -21,12 +21,26 @@ def settle(resources):
     for obj in resources:
         o = copy.deepcopy(obj)
         if o["kind"] not in ("Namespace", "ServiceAccount", "Role", "RoleBinding"):
-            o["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "Ready", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}
+            o["status"] = {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "Ready",
+                        "message": "Ready",
+                        "lastTransitionTime": "2026-12-01T00:00:00Z",
+                    }
+                ]
+            }
             if o["kind"] == "Component":
                 o["status"]["component"] = {
                     "component": o["spec"]["component"],
                     "version": o["spec"]["semver"],
-                    "repositorySpec": {"type": "OCIRegistry", "baseUrl": "http://127.0.0.1:5000", "subPath": "source"},
+                    "repositorySpec": {
+                        "type": "OCIRegistry",
+                        "baseUrl": "http://127.0.0.1:5000",
+                        "subPath": "source",
+                    },
                 }
         out.append(o)
     return out
@@ -42,8 +56,11 @@ async def main() -> None:
         path = Path("examples/observed") / flavour / "observed.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(
-            "# Observed composed resources after the first reconciles of " + xr_file + ": all created\n"
-            "# and Ready, the OCM Component Ready at the resolved version. Made by make-observed.py.\n"
+            "# Observed composed resources after the first reconciles of "
+            + xr_file
+            + ": all created\n"
+            "# and Ready, the OCM Component Ready at the resolved version. "
+            "Made by make-observed.py.\n"
             + dump_yaml(settle(second.resources)).removeprefix("---\n")
         )
 

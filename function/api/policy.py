@@ -32,17 +32,31 @@ _RW = ["get", "list", "watch", "create", "update", "patch", "delete"]
 # What charts normally ship. Explicit verbs, no wildcards, nothing that grants more access
 # (no escalate/bind/impersonate, no namespaces, no serviceaccounts/token, no RBAC kinds).
 DEFAULT_DEPLOYER_RULES = [
-    PolicyRule(apiGroups=["apps"], resources=["deployments", "statefulsets", "daemonsets", "replicasets"], verbs=_RW),
+    PolicyRule(
+        apiGroups=["apps"],
+        resources=["deployments", "statefulsets", "daemonsets", "replicasets"],
+        verbs=_RW,
+    ),
     PolicyRule(apiGroups=["batch"], resources=["jobs", "cronjobs"], verbs=_RW),
     PolicyRule(
         apiGroups=[""],
-        resources=["services", "configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"],
+        resources=[
+            "services",
+            "configmaps",
+            "secrets",
+            "serviceaccounts",
+            "persistentvolumeclaims",
+        ],
         verbs=_RW,
     ),
-    PolicyRule(apiGroups=["networking.k8s.io"], resources=["ingresses", "networkpolicies"], verbs=_RW),
+    PolicyRule(
+        apiGroups=["networking.k8s.io"], resources=["ingresses", "networkpolicies"], verbs=_RW
+    ),
     PolicyRule(apiGroups=["policy"], resources=["poddisruptionbudgets"], verbs=_RW),
     PolicyRule(apiGroups=["autoscaling"], resources=["horizontalpodautoscalers"], verbs=_RW),
-    PolicyRule(apiGroups=[""], resources=["pods", "events", "endpoints"], verbs=["get", "list", "watch"]),
+    PolicyRule(
+        apiGroups=[""], resources=["pods", "events", "endpoints"], verbs=["get", "list", "watch"]
+    ),
 ]
 
 
@@ -88,7 +102,8 @@ class NamespacePolicy(Model):
             "audit": "restricted",
             "warn": "restricted",
         },
-        description="Pod Security Admission labels (pod-security.kubernetes.io/<key>) on created namespaces.",
+        description="Pod Security Admission labels (pod-security.kubernetes.io/<key>) on created "
+        "namespaces.",
     )
 
 
@@ -110,14 +125,20 @@ class DeployNamespacePolicy(Model):
 
 class RegistryPolicy(Model):
     host: str = Field(description="Registry host[:port] claims may name.", min_length=1)
-    plainHTTP: bool = Field(default=False, description="Allow plain HTTP to this host (never for claims to choose).")
-    caBundle: str | None = Field(default=None, description="PEM CA bundle the function trusts for this host.")
+    plainHTTP: bool = Field(
+        default=False, description="Allow plain HTTP to this host (never for claims to choose)."
+    )
+    caBundle: str | None = Field(
+        default=None, description="PEM CA bundle the function trusts for this host."
+    )
     certSecretName: str | None = Field(
         default=None,
-        description="Secret (ca.crt) in the deploy namespace for Flux's certSecretRef, for a private CA.",
+        description="Secret (ca.crt) in the deploy namespace for Flux's certSecretRef, for a "
+        "private CA.",
     )
     credentials: str | None = Field(
-        default=None, description="Name of the pipeline step credentials entry the function uses for this host."
+        default=None,
+        description="Name of the pipeline step credentials entry the function uses for this host.",
     )
 
 
@@ -155,10 +176,12 @@ class RbacPolicy(Model):
     deployerRules: list[PolicyRule] = Field(default_factory=lambda: list(DEFAULT_DEPLOYER_RULES))
     allowedExtraRules: list[PolicyRule] = Field(
         default_factory=list,
-        description="Claims' extraRules must each be covered by one of these (groups, resources, verbs).",
+        description="Claims' extraRules must each be covered by one of these (groups, resources, "
+        "verbs).",
     )
     helmPullSecretsPath: str = Field(
-        default="imagePullSecrets", description="Helm values path that receives [{name: <pull secret>}]."
+        default="imagePullSecrets",
+        description="Helm values path that receives [{name: <pull secret>}].",
     )
 
 
@@ -197,14 +220,26 @@ class OcmPolicy(Model):
     enabled: bool = Field(default=True, description="Compose OCM delivery.ocm.software objects.")
     gate: bool = Field(
         default=True,
-        description="Compose Flux objects only once the OCM Component is Ready at the resolved version.",
+        description="Compose Flux objects only once the OCM Component is Ready at the resolved "
+        "version.",
     )
     interval: str = "10m"
 
 
 class SourcePolicy(Model):
     allowUnpinnedImages: bool = Field(
-        default=False, description="Accept an image with neither digest nor resource digest (Warning instead of Fatal)."
+        default=False,
+        description="Accept an image with neither digest nor resource digest (Warning instead of "
+        "Fatal).",
+    )
+
+
+class ConfigDataPolicy(Model):
+    unusedValues: Literal["Warning", "Fatal"] = Field(
+        default="Warning",
+        description="Claim values that no configuration rule of the ConfigData consumes for the "
+        "deployed resource (they land nowhere): a Warning listing them (and "
+        "status.configData.unusedValues), or a Fatal.",
     )
 
 
@@ -230,3 +265,4 @@ class Policy(Model):
     flux: FluxPolicy = Field(default_factory=FluxPolicy)
     ocm: OcmPolicy = Field(default_factory=OcmPolicy)
     source: SourcePolicy = Field(default_factory=SourcePolicy)
+    configData: ConfigDataPolicy = Field(default_factory=ConfigDataPolicy)

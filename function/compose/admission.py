@@ -9,7 +9,8 @@ here trusts a claim to limit itself.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from function.api.claim import PolicyRule, Spec, StoreRef
 from function.api.policy import Policy, RegistryPolicy, SecretStorePolicy
@@ -17,6 +18,7 @@ from function.compose import names, remotekeys, tenancy
 from function.compose.identity import Identity
 from function.compose.objectnames import ObjectNames
 from function.errors import InvalidClaim, InvalidPolicy, PolicyViolation
+from function.ocm.model import Repository
 
 FORBIDDEN_VERBS = {"*", "escalate", "bind", "impersonate"}
 FORBIDDEN_RESOURCES = {
@@ -78,7 +80,9 @@ def check_namespaces(spec: Spec, policy: Policy, deploy_ns: str, identity: Ident
     tenancy.check_names(spec, policy, identity or Identity("", "", "", False), deploy_ns)
     hit = tenancy.forbidden_pattern(policy, deploy_ns)
     if hit:
-        raise InvalidPolicy("deployNamespace", f"deploy namespace {deploy_ns!r} is forbidden (matches {hit!r})")
+        raise InvalidPolicy(
+            "deployNamespace", f"deploy namespace {deploy_ns!r} is forbidden (matches {hit!r})"
+        )
 
 
 _OCI_TYPES = {"oci", "ociregistry"}
@@ -128,25 +132,35 @@ def check_deploy_path(spec: Spec) -> None:
             )
 
 
-def registry_for(policy: Policy, host: str, plain_http: bool, where: str) -> RegistryPolicy:
-    """The policy entry for ``host``; refuses hosts ops did not list and plain HTTP ops did not allow."""
+def registry_for(policy: Policy, host: str, *, plain_http: bool, where: str) -> RegistryPolicy:
+    """The policy entry for ``host``; refuses hosts ops did not list and plain HTTP ops did not
+    allow.
+    """
     for entry in policy.registries:
         if entry.host.lower() == host.lower():
             if plain_http and not entry.plainHTTP:
-                raise PolicyViolation(where, f"plain HTTP to {host} is not allowed by policy (registries[].plainHTTP)")
+                raise PolicyViolation(
+                    where, f"plain HTTP to {host} is not allowed by policy (registries[].plainHTTP)"
+                )
             return entry
     allowed = ", ".join(sorted(r.host for r in policy.registries)) or "none"
-    raise PolicyViolation(where, f"registry {host!r} is not in the policy allowlist (allowed: {allowed})")
+    raise PolicyViolation(
+        where, f"registry {host!r} is not in the policy allowlist (allowed: {allowed})"
+    )
 
 
 def _store(policy: Policy, ref: StoreRef, where: str) -> SecretStorePolicy:
     for s in policy.secretStores:
         if s.name == ref.name and s.kind == ref.kind:
             return s
-    raise PolicyViolation(where, f"{ref.kind} {ref.name!r} is not in the policy's allowed secret stores")
+    raise PolicyViolation(
+        where, f"{ref.kind} {ref.name!r} is not in the policy's allowed secret stores"
+    )
 
 
-def check_remote_key(policy: Policy, identity: Identity, ref: StoreRef, key: str, where: str, store_where: str) -> None:
+def check_remote_key(
+    policy: Policy, identity: Identity, ref: StoreRef, key: str, where: str, store_where: str
+) -> None:
     store = _store(policy, ref, store_where)
     parts = remotekeys.segments(key, where)
     allowed = [
@@ -170,9 +184,11 @@ def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
     pull_secret = ObjectNames(identity).pull_secret if spec.credentials and spec.credentials.pull else None
     for i, s in enumerate(spec.secrets):
         base = f"spec.secrets[{i}]"
-        ns = s.namespace or spec.namespaces[0].name
+        ns = s.namespace or spec.primary_namespace
         if ns not in targets:
-            raise PolicyViolation(f"{base}.namespace", f"namespace {ns!r} is not one of the claim's target namespaces")
+            raise PolicyViolation(
+                f"{base}.namespace", f"namespace {ns!r} is not one of the claim's target namespaces"
+            )
         if (ns, s.name) in seen:
             raise PolicyViolation(f"{base}.name", f"secret {ns}/{s.name} is listed twice")
         seen.add((ns, s.name))
@@ -185,7 +201,12 @@ def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
         _store(policy, s.storeRef, f"{base}.storeRef")
         for j, d in enumerate(s.data):
             check_remote_key(
-                policy, identity, s.storeRef, d.remoteRef.key, f"{base}.data[{j}].remoteRef.key", f"{base}.storeRef"
+                policy,
+                identity,
+                s.storeRef,
+                d.remoteRef.key,
+                f"{base}.data[{j}].remoteRef.key",
+                f"{base}.storeRef",
             )
             _check_ref_fields(d.remoteRef, f"{base}.data[{j}].remoteRef")
         for j, d in enumerate(s.dataFrom):
@@ -198,7 +219,12 @@ def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
             continue
         base = f"spec.credentials.{field}"
         check_remote_key(
-            policy, identity, c.storeRef, c.remoteRef.key, f"{base}.remoteRef.key", f"{base}.storeRef"
+            policy,
+            identity,
+            c.storeRef,
+            c.remoteRef.key,
+            f"{base}.remoteRef.key",
+            f"{base}.storeRef",
         )
         _check_ref_fields(c.remoteRef, f"{base}.remoteRef")
         for attr in ("usernameProperty", "passwordProperty"):
@@ -213,7 +239,9 @@ def _covered(rule: PolicyRule, allowed: Iterable[PolicyRule]) -> bool:
             continue
         if not set(rule.verbs) <= set(a.verbs):
             continue
-        if a.resourceNames and not (rule.resourceNames and set(rule.resourceNames) <= set(a.resourceNames)):
+        if a.resourceNames and not (
+            rule.resourceNames and set(rule.resourceNames) <= set(a.resourceNames)
+        ):
             continue
         return True
     return False
@@ -242,17 +270,31 @@ def check_rbac(spec: Spec, policy: Policy) -> None:
         if not _covered(rule, policy.rbac.allowedExtraRules):
             raise PolicyViolation(
                 where,
-                f"rule {{apiGroups: {rule.apiGroups}, resources: {rule.resources}, verbs: {rule.verbs}}} "
+                "rule "
+                f"{{apiGroups: {rule.apiGroups}, resources: {rule.resources}, "
+                f"verbs: {rule.verbs}}} "
                 "is not covered by the policy's rbac.allowedExtraRules",
             )
 
 
-def admit(spec: Spec, policy: Policy, identity: Identity, host: str, plain_http: bool) -> tuple[str, RegistryPolicy]:
-    """Every policy check, before anything is fetched or composed: the deploy namespace and registry entry."""
+@dataclass(frozen=True)
+class Admission:
+    """What admitting a claim decided, carried forward to composition (never decided twice)."""
+
+    deploy_namespace: str
+    registry: RegistryPolicy  # the policy entry for the component repository's host
+
+
+def admit(spec: Spec, policy: Policy, identity: Identity, repository: Repository) -> Admission:
+    """Every policy check, before anything is fetched or composed: the deploy namespace and registry
+    entry.
+    """
     deploy_ns = deploy_namespace(policy, identity)
     check_namespaces(spec, policy, deploy_ns, identity)
-    registry = registry_for(policy, host, plain_http, "spec.component.repository")
+    registry = registry_for(
+        policy, repository.host, plain_http=repository.plain_http, where="spec.component.repository"
+    )
     check_deploy_path(spec)
     check_secrets(spec, policy, identity)
     check_rbac(spec, policy)
-    return deploy_ns, registry
+    return Admission(deploy_ns, registry)

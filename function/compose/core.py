@@ -10,14 +10,13 @@ desired state that leaves something out deletes it.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from function.api.claim import Spec
 from function.api.policy import Policy
 from function.compose import (
-    admission,
     collisions,
     externalsecrets,
     flux,
@@ -28,13 +27,13 @@ from function.compose import (
     readiness,
     usages,
 )
+from function.compose.admission import Admission
 from function.compose.context import Context
 from function.compose.identity import Identity
-from function.configdata.deploy import FluxMutation, mutation_for
+from function.configdata.deploy import FluxMutation, MutationInput, mutate
 from function.errors import ComponentError, InvalidClaim
-from function.ocm.access import flux_source
-from function.ocm.model import TYPE_CONFIGDATA, TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
-from function.ocm.select import find_by_type, find_resource
+from function.ocm.access import ImageTable, flux_source, image_table
+from function.ocm.model import TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
 from function.ocm.source import LoadedComponent, resource_key
 
 IMAGE_TYPES = {"ociImage", "ociArtifact"}
@@ -42,10 +41,16 @@ IMAGE_TYPES = {"ociImage", "ociArtifact"}
 
 @dataclass(frozen=True)
 class CoreInput:
+    """Everything one composition needs, decided and fetched before it runs: the admitted
+    claim (``admission``), the component with its selected resources (``loaded``) and what
+    the cluster holds.
+    """
+
     spec: Spec
     policy: Policy
     identity: Identity
     repository: Repository
+    admission: Admission
     loaded: LoadedComponent
     values: Mapping[str, Any] | None = None
     existing_namespaces: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
@@ -81,69 +86,92 @@ def choose_flavour(spec: Spec, deployable: Resource) -> Literal["helm", "kustomi
     if flavour is None:
         raise InvalidClaim(
             "spec.deploy.flavour",
-            f"resource {deployable.name} has type {deployable.type}; set flavour to helm or kustomize",
+            f"resource {deployable.name} has type {deployable.type}; set flavour to helm or "
+            "kustomize",
         )
     return flavour  # type: ignore[return-value]
 
 
-def select_resources(spec: Spec, loaded: LoadedComponent) -> tuple[Resource, Resource | None]:
-    """The deployable and the ConfigData resource (None when the component ships none)."""
-    d = loaded.component.descriptor
-    deployable = find_resource(
-        d, spec.deploy.resource.name, spec.deploy.resource.extraIdentity, where="spec.deploy.resource"
-    )
-    if spec.configData is not None:
-        cd = find_resource(d, spec.configData.name, spec.configData.extraIdentity, where="spec.configData")
-    else:
-        count = sum(1 for r in d.resources if r.type == TYPE_CONFIGDATA)
-        cd = find_by_type(d, TYPE_CONFIGDATA, where="spec.configData") if count else None
-    return deployable, cd
-
-
-def _images(inp: CoreInput) -> list[dict[str, Any]]:
-    cv = inp.loaded.component
-    locate = _locate(inp.policy)
+def _images(inp: CoreInput, table: ImageTable) -> list[dict[str, Any]]:
+    """Status ``images``: every image resource with its localized reference (an image whose
+    reference cannot be resolved fails the request, naming it).
+    """
     out = []
-    for r in cv.descriptor.resources:
+    for r in inp.loaded.component.descriptor.resources:
         if r.type in IMAGE_TYPES:
-            entry: dict[str, Any] = {"resource": r.name, "reference": locate(cv, r)}
+            entry = table[resource_key(r)]
+            entry.require()
+            item: dict[str, Any] = {"resource": r.name, "reference": entry.reference}
             if r.extra_identity:
-                entry["extraIdentity"] = dict(sorted(r.extra_identity.items()))
-            out.append(entry)
+                item["extraIdentity"] = dict(sorted(r.extra_identity.items()))
+            out.append(item)
     return out
 
 
-def _locate(policy: Policy) -> partial[str]:
-    """Every image reference the function writes, refused outside the image allowlist (images.py)."""
-    return partial(
-        images.allowed_reference, allow_unpinned=policy.source.allowUnpinnedImages, hosts=images.allowed_hosts(policy)
-    )
+def _image_hosts(inp: CoreInput, table: ImageTable) -> list[str]:
+    """The registries the images are pulled from (the pull secret's dockerconfigjson hosts)."""
+    hosts = {
+        table[resource_key(r)].require().host
+        for r in inp.loaded.component.descriptor.resources
+        if r.type in IMAGE_TYPES
+    }
+    return sorted(hosts)
 
 
-def _mutation(inp: CoreInput, flavour: str, deployable: Resource, cd: Resource | None) -> FluxMutation:
+def _mutation(
+    inp: CoreInput, flavour: str, deployable: Resource, cd: Resource | None, table: ImageTable
+) -> FluxMutation:
     if cd is None:
         if inp.values:
             raise InvalidClaim(
-                "spec.values", f"component {inp.loaded.component.name} ships no ConfigData, so values cannot be applied"
+                "spec.values",
+                f"component {inp.loaded.component.name} ships no ConfigData, so values cannot be "
+                "applied",
             )
         return FluxMutation()
     cd_files = inp.loaded.contents.get(resource_key(cd)) or {}
     if len(cd_files) != 1:
-        raise ComponentError(f"component resource {cd.name}", "the ConfigData content was not loaded")
+        raise ComponentError(
+            f"component resource {cd.name}", "the ConfigData content was not loaded"
+        )
     (cd_bytes,) = cd_files.values()
-    files = inp.loaded.contents.get(resource_key(deployable)) or {}
-    return mutation_for(
-        flavour,  # type: ignore[arg-type]
-        cd_bytes,
-        inp.loaded.component,
-        files,
-        inp.values,
-        configdata_name=f"ConfigData (resource {cd.name})",
-        locate=_locate(inp.policy),
+    return mutate(
+        MutationInput(
+            flavour=flavour,  # type: ignore[arg-type]
+            configdata=cd_bytes,
+            component=inp.loaded.component,
+            files=inp.loaded.contents.get(resource_key(deployable)) or {},
+            values=inp.values,
+            images=table,
+            configdata_name=f"ConfigData (resource {cd.name})",
+        )
     )
 
 
-def _gate_open(inp: CoreInput, ctx: Context) -> tuple[bool, str]:
+def unused_values_note(
+    policy: Policy, flavour: str, cd: Resource | None, mutation: FluxMutation
+) -> Note | None:
+    """One Warning listing the claim values no configuration rule consumes (its own reason,
+    so it is deduplicated apart from other warnings); a Fatal when the policy says so.
+    """
+    if not mutation.unused_values or cd is None:
+        return None
+    paths = ", ".join(mutation.unused_values)
+    what = "chart" if flavour == "helm" else "Kustomize directory"
+    message = (
+        f"{len(mutation.unused_values)} value(s) reach no configuration rule of ConfigData "
+        f"(resource {cd.name}) for the {what}, so they are not applied: {paths} "
+        "(status.configData.unusedValues; status.configData.skipped lists the rules for files "
+        "outside the deployed resource)"
+    )
+    if policy.configData.unusedValues == "Fatal":
+        raise InvalidClaim(
+            "spec.values", message + "; the policy (configData.unusedValues: Fatal) refuses this"
+        )
+    return Note("Warning", "UnusedValues", f"spec.values: {message}")
+
+
+def _gate_open(inp: CoreInput) -> tuple[bool, str]:
     if not (inp.policy.ocm.enabled and inp.policy.ocm.gate):
         return True, ""
     obs = inp.observed.get(ocmobjects.key_component())
@@ -151,10 +179,16 @@ def _gate_open(inp: CoreInput, ctx: Context) -> tuple[bool, str]:
         return False, "the OCM Component is not created yet"
     cond = readiness.ready_condition(obs) or {}
     if cond.get("status") != "True":
-        return False, f"the OCM Component is not Ready ({cond.get('reason') or 'no Ready condition yet'})"
+        return (
+            False,
+            f"the OCM Component is not Ready ({cond.get('reason') or 'no Ready condition yet'})",
+        )
     seen = ((obs.get("status") or {}).get("component") or {}).get("version")
     if seen != inp.loaded.component.version:
-        return False, f"the OCM Component reports version {seen!r}, not {inp.loaded.component.version!r}"
+        return (
+            False,
+            f"the OCM Component reports version {seen!r}, not {inp.loaded.component.version!r}",
+        )
     return True, ""
 
 
@@ -164,19 +198,31 @@ def _json_value(v: Any) -> str:
 
 def compose(inp: CoreInput) -> CoreOutput:
     spec, policy, identity = inp.spec, inp.policy, inp.identity
-    deploy_ns, registry = admission.admit(spec, policy, identity, inp.repository.host, inp.repository.plain_http)
+    deploy_ns, registry = inp.admission.deploy_namespace, inp.admission.registry
 
     cv = inp.loaded.component
-    deployable, cd = select_resources(spec, inp.loaded)
+    deployable, cd = inp.loaded.deployable, inp.loaded.configdata
+    if deployable is None:
+        raise ComponentError(
+            f"component {cv.name}:{cv.version}", "no deployable resource was selected"
+        )
     flavour = choose_flavour(spec, deployable)
     ctx = Context(identity, spec, policy, deploy_ns, inp.repository, registry, flavour)
 
-    src = flux_source(cv, deployable, flavour, blob_head=inp.loaded.blob_heads.get(resource_key(deployable)))
-    image_list = _images(inp)
-    mutation = _mutation(inp, flavour, deployable, cd)
-    image_hosts = images.pull_secret_hosts(
-        spec, policy, (images.host_of(i["reference"], "image") for i in image_list), inp.repository.host
+    src = flux_source(
+        cv, deployable, flavour, blob_head=inp.loaded.blob_heads.get(resource_key(deployable))
     )
+    # Every image reference is resolved and parsed once, here, and used from this table by
+    # status, the pull secrets and the ConfigData engine.
+    # References outside the image allowlist become errors here (images.py).
+    table = images.allowlisted(
+        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages),
+        policy,
+        f"component {cv.name}:{cv.version}",
+    )
+    image_list = _images(inp, table)
+    mutation = _mutation(inp, flavour, deployable, cd, table)
+    image_hosts = images.pull_secret_hosts(spec, policy, _image_hosts(inp, table), inp.repository.host)
 
     desired: dict[str, dict[str, Any]] = {}
     collisions.merge(desired, namespaces.build(ctx, inp.existing_namespaces, inp.observed))
@@ -186,15 +232,24 @@ def compose(inp: CoreInput) -> CoreOutput:
         collisions.merge(desired, ocmobjects.build(ctx, cv, deployable))
 
     notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
+    unused = unused_values_note(policy, flavour, cd, mutation)
+    if unused is not None:
+        notes.append(unused)
     flux_objs = flux.build(ctx, src, mutation)
-    gate_open, why = _gate_open(inp, ctx)
+    gate_open, why = _gate_open(inp)
     already = any(k in inp.observed for k in flux_objs)
     flux_key: str | None = flux.key_release(flavour)
     if gate_open or already:
         collisions.merge(desired, flux_objs)
     else:
         flux_key = None
-        notes.append(Note("Normal", "WaitingForOCMComponent", f"Flux objects wait for the OCM Component: {why}"))
+        notes.append(
+            Note(
+                "Normal",
+                "WaitingForOCMComponent",
+                f"Flux objects wait for the OCM Component: {why}",
+            )
+        )
     # Usages are built as if the Flux release were composed; while it is withheld, only the
     # ones already observed stay (never dropped because a dependency is not ready).
     for key, usage in usages.build(ctx, {**desired, **flux_objs}, flux.key_release(flavour)).items():
@@ -206,7 +261,9 @@ def compose(inp: CoreInput) -> CoreOutput:
     blocked = readiness.first_blocker(desired, ready, inp.observed)
     if blocked is None and flux_key is None:
         comp = desired.get(ocmobjects.key_component(), {}).get("metadata", {})
-        blocked = readiness.Blocker("Component", comp.get("name", ""), comp.get("namespace"), "WaitingForOCMComponent", why)
+        blocked = readiness.Blocker(
+            "Component", comp.get("name", ""), comp.get("namespace"), "WaitingForOCMComponent", why
+        )
 
     status: dict[str, Any] = {
         "component": {
@@ -226,10 +283,17 @@ def compose(inp: CoreInput) -> CoreOutput:
         "configData": {
             "resource": cd.name if cd else None,
             "substitutions": [
-                {"rule": t.rule, "file": t.file, "document": t.document, "path": t.path, "value": _json_value(t.value)}
+                {
+                    "rule": t.rule,
+                    "file": t.file,
+                    "document": t.document,
+                    "path": t.path,
+                    "value": _json_value(t.value),
+                }
                 for t in mutation.trace
             ],
             "skipped": list(mutation.skipped),
+            "unusedValues": list(mutation.unused_values),
         },
     }
     if blocked is not None:

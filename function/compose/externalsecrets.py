@@ -1,4 +1,4 @@
-"""External Secrets Operator ``ExternalSecret`` objects (``external-secrets.io/v1`` only).
+r"""External Secrets Operator ``ExternalSecret`` objects (``external-secrets.io/v1`` only).
 
 Secret *values* never pass through the function: the claim names a store ops allows and a
 remote key under an allowed prefix, and ESO fetches the value in the cluster. Registry
@@ -9,7 +9,8 @@ into) the document.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from function.api.claim import RegistryCredential, RemoteRef
 from function.compose import names
@@ -47,7 +48,10 @@ def docker_config_template(hosts: Iterable[str]) -> str:
     Hosts come from the policy allowlist and image references (validated host[:port]), never
     from secret data; username and password only ever pass through ``dict``/``toJson``.
     """
-    entry = '(dict "username" .username "password" .password "auth" (printf "%s:%s" .username .password | b64enc))'
+    entry = (
+        '(dict "username" .username "password" .password '
+        '"auth" (printf "%s:%s" .username .password | b64enc))'
+    )
     pairs = " ".join(f'"{h}" {entry}' for h in sorted(set(hosts)))
     return '{{ dict "auths" (dict ' + pairs + ") | toJson }}"
 
@@ -119,7 +123,9 @@ def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
         if s.type:
             spec["target"]["template"] = {"type": s.type, "engineVersion": "v2"}
         if s.data:
-            spec["data"] = [{"secretKey": d.secretKey, "remoteRef": _remote(d.remoteRef)} for d in s.data]
+            spec["data"] = [
+                {"secretKey": d.secretKey, "remoteRef": _remote(d.remoteRef)} for d in s.data
+            ]
         if s.dataFrom:
             spec["dataFrom"] = [{"extract": _remote(d)} for d in s.dataFrom]
         out[key_service(ns, s.name)] = {

@@ -122,7 +122,9 @@ def _pull_secret_patches(ctx: Context) -> list[dict[str, Any]]:
         for step in reversed(path):
             body = {step: body}
         doc = {"apiVersion": f"{group}/v1", "kind": kind, "metadata": {"name": "not-used"}, **body}
-        patches.append({"patch": json.dumps(doc, sort_keys=True), "target": {"group": group, "kind": kind}})
+        patches.append(
+            {"patch": json.dumps(doc, sort_keys=True), "target": {"group": group, "kind": kind}}
+        )
     return patches
 
 

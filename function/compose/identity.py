@@ -21,8 +21,9 @@ digest collision is refused, never shared.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from function.compose import names
 from function.errors import InvalidClaim
@@ -110,13 +111,13 @@ def identity_of(xr: Mapping[str, Any]) -> Identity:
     labels = labels if isinstance(labels, Mapping) else {}
     if meta.get("namespace"):
         ns = str(meta["namespace"])
-        return Identity(ns, xr_name, xr_name, True, ns)
+        return Identity(ns, xr_name, xr_name, is_claim=True, tenant=ns)
     spec = xr.get("spec")
     ref = (spec if isinstance(spec, Mapping) else {}).get("claimRef") or {}
     if isinstance(ref, Mapping) and ref.get("name") and ref.get("namespace"):
         ns = str(ref["namespace"])
-        return Identity(ns, str(ref["name"]), xr_name, True, ns)
+        return Identity(ns, str(ref["name"]), xr_name, is_claim=True, tenant=ns)
     if labels.get("crossplane.io/claim-name") and labels.get("crossplane.io/claim-namespace"):
         ns = str(labels["crossplane.io/claim-namespace"])
-        return Identity(ns, str(labels["crossplane.io/claim-name"]), xr_name, True, ns)
-    return Identity("", xr_name, xr_name, False, _xr_tenant(labels, xr_name))
+        return Identity(ns, str(labels["crossplane.io/claim-name"]), xr_name, is_claim=True, tenant=ns)
+    return Identity("", xr_name, xr_name, is_claim=False, tenant=_xr_tenant(labels, xr_name))

@@ -12,13 +12,14 @@ resource and the host. The pull secret is keyed only to hosts the policy marks
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
+from dataclasses import replace
+from types import MappingProxyType
 
 from function.api.claim import Spec
 from function.api.policy import Policy
 from function.errors import PolicyViolation
-from function.ocm.access import localized_reference, parse_image_reference
-from function.ocm.model import ComponentVersion, Resource
+from function.ocm.access import ImageTable
 
 DOCKER_HUB = "docker.io"
 
@@ -35,36 +36,39 @@ def pull_credential_hosts(policy: Policy) -> tuple[str, ...]:
     return tuple(sorted({r.host.lower() for r in policy.imageRegistries if r.pullCredential}))
 
 
-def host_of(reference: str, where: str) -> str:
-    return parse_image_reference(reference, where).host.lower() or DOCKER_HUB
+def allowlisted(table: ImageTable, policy: Policy, where: str) -> ImageTable:
+    """The image table with every reference outside the allowlist turned into its error.
 
-
-def allowed_reference(
-    cv: ComponentVersion, resource: Resource, *, allow_unpinned: bool = False, hosts: tuple[str, ...] = ()
-) -> str:
-    """:func:`function.ocm.access.localized_reference`, refused unless its host is in ``hosts``.
-
-    Module-level and keyword-only so a ``functools.partial`` of it stays a hashable memo key
-    (function/configdata/deploy.py).
+    Errors in the table are raised where a reference is used (core.py puts every image
+    resource in status; a localization rule naming any resource reads it), so an image from a
+    host ops did not allow is one Fatal naming the resource and the host, and no value built
+    from it is ever written.
     """
-    ref = localized_reference(cv, resource, allow_unpinned=allow_unpinned)
-    where = f"component {cv.name}:{cv.version} {resource.describe()}"
-    written = parse_image_reference(ref, where).host.lower()
-    host = written or DOCKER_HUB
-    if host not in hosts:
-        shown = ", ".join(hosts) or "none"
-        what = host if written else f"{DOCKER_HUB} (a Docker Hub short name)"
-        raise PolicyViolation(
-            where, f"image {ref} comes from {what}, which is not an allowed image registry (imageRegistries: {shown})"
-        )
-    return ref
+    hosts = allowed_hosts(policy)
+    out = {}
+    for key, entry in table.items():
+        if entry.error is None and entry.parsed is not None:
+            written = entry.parsed.host.lower()
+            host = written or DOCKER_HUB
+            if host not in hosts:
+                what = host if written else f"{DOCKER_HUB} (a Docker Hub short name)"
+                entry = replace(
+                    entry,
+                    error=PolicyViolation(
+                        f"{where} {entry.resource.describe()}",
+                        f"image {entry.reference} comes from {what}, which is not an allowed image "
+                        f"registry (imageRegistries: {', '.join(hosts) or 'none'})",
+                    ),
+                )
+        out[key] = entry
+    return MappingProxyType(out)
 
 
 def pull_secret_hosts(spec: Spec, policy: Policy, image_hosts: Iterable[str], repository_host: str) -> list[str]:
     """The hosts the pull secret is keyed to: the component's image hosts that may receive the
     pull credential, else the component registry when it may; never an empty set."""
     may = set(pull_credential_hosts(policy))
-    hosts = sorted({h.lower() for h in image_hosts} & may)
+    hosts = sorted({(h.lower() or DOCKER_HUB) for h in image_hosts} & may)
     if not hosts and repository_host.lower() in may:
         hosts = [repository_host.lower()]
     if spec.credentials and spec.credentials.pull and not hosts:

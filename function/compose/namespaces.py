@@ -10,7 +10,8 @@ policy's Pod Security Admission labels and the tenant label; the deploy namespac
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from function.compose import names, tenancy
 from function.compose.context import Context

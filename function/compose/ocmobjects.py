@@ -33,12 +33,22 @@ def _ocm_config(ctx: Context) -> list[dict[str, Any]]:
     creds = ctx.spec.credentials
     if not (creds and creds.repository):
         return []
-    return [{"apiVersion": "v1", "kind": "Secret", "name": ctx.repository_secret_name, "policy": "Propagate"}]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "name": ctx.repository_secret_name,
+            "policy": "Propagate",
+        }
+    ]
 
 
 def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str, dict[str, Any]]:
     interval = ctx.policy.ocm.interval
-    repo_spec: dict[str, Any] = {"type": "OCIRegistry", "baseUrl": f"{'http' if ctx.repository.plain_http else 'https'}://{ctx.repository.host}"}
+    repo_spec: dict[str, Any] = {
+        "type": "OCIRegistry",
+        "baseUrl": f"{'http' if ctx.repository.plain_http else 'https'}://{ctx.repository.host}",
+    }
     if ctx.repository.base.strip("/"):
         repo_spec["subPath"] = ctx.repository.base.strip("/")
     cfg = _ocm_config(ctx)
@@ -61,7 +71,22 @@ def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str,
             spec["ocmConfig"] = cfg
     ns = ctx.deploy_namespace
     return {
-        key_repository(): {"apiVersion": API, "kind": "Repository", "metadata": ctx.meta(ctx.flux_name, ns), "spec": repository},
-        key_component(): {"apiVersion": API, "kind": "Component", "metadata": ctx.meta(ctx.flux_name, ns), "spec": component},
-        key_resource(): {"apiVersion": API, "kind": "Resource", "metadata": ctx.meta(ctx.flux_name, ns), "spec": resource},
+        key_repository(): {
+            "apiVersion": API,
+            "kind": "Repository",
+            "metadata": ctx.meta(ctx.flux_name, ns),
+            "spec": repository,
+        },
+        key_component(): {
+            "apiVersion": API,
+            "kind": "Component",
+            "metadata": ctx.meta(ctx.flux_name, ns),
+            "spec": component,
+        },
+        key_resource(): {
+            "apiVersion": API,
+            "kind": "Resource",
+            "metadata": ctx.meta(ctx.flux_name, ns),
+            "spec": resource,
+        },
     }

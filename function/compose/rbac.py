@@ -43,7 +43,11 @@ def storage_rule() -> dict[str, Any]:
 
 
 def _rule(r: PolicyRule) -> dict[str, Any]:
-    out: dict[str, Any] = {"apiGroups": list(r.apiGroups), "resources": list(r.resources), "verbs": list(r.verbs)}
+    out: dict[str, Any] = {
+        "apiGroups": list(r.apiGroups),
+        "resources": list(r.resources),
+        "verbs": list(r.verbs),
+    }
     if r.resourceNames:
         out["resourceNames"] = list(r.resourceNames)
     return out

@@ -11,8 +11,9 @@ in deployment order, that is not ready, with that object's own Ready reason and 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 NO_READY_CONDITION = {"Namespace", "ServiceAccount", "Role", "RoleBinding"}
 
@@ -61,7 +62,9 @@ def is_ready(desired: Mapping[str, Any], observed: Mapping[str, Any] | None) -> 
 def blocker(desired: Mapping[str, Any], observed: Mapping[str, Any] | None) -> Blocker:
     meta = desired["metadata"]
     if observed is None:
-        return Blocker(desired["kind"], meta["name"], meta.get("namespace"), "Creating", "not created yet")
+        return Blocker(
+            desired["kind"], meta["name"], meta.get("namespace"), "Creating", "not created yet"
+        )
     cond = ready_condition(observed) or {}
     reason = str(cond.get("reason") or "NotReady")
     message = str(cond.get("message") or "no Ready condition yet")[:500]
@@ -69,7 +72,9 @@ def blocker(desired: Mapping[str, Any], observed: Mapping[str, Any] | None) -> B
 
 
 def first_blocker(
-    desired: Mapping[str, Mapping[str, Any]], ready: Mapping[str, bool], observed: Mapping[str, Mapping[str, Any]]
+    desired: Mapping[str, Mapping[str, Any]],
+    ready: Mapping[str, bool],
+    observed: Mapping[str, Mapping[str, Any]],
 ) -> Blocker | None:
     pending = [k for k in desired if not ready.get(k)]
     if not pending:

@@ -10,7 +10,8 @@ exists, and lives in the namespace of its ``by``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from function.compose import names
 from function.compose.context import Context
@@ -18,7 +19,7 @@ from function.compose.context import Context
 API = "protection.crossplane.io/v1beta1"
 
 
-def _ref(obj: Mapping[str, Any], with_namespace: bool) -> dict[str, Any]:
+def _ref(obj: Mapping[str, Any], *, with_namespace: bool) -> dict[str, Any]:
     meta = obj["metadata"]
     ref: dict[str, Any] = {"name": meta["name"]}
     if with_namespace and meta.get("namespace"):
@@ -37,12 +38,21 @@ def _usage(ctx: Context, key: str, of: Mapping[str, Any], by: Mapping[str, Any],
         "apiVersion": API,
         "kind": "Usage",
         "metadata": ctx.meta(name, by_ns),
-        "spec": {"of": _ref(of, True), "by": _ref(by, False), "reason": reason, "replayDeletion": True},
+        "spec": {
+            "of": _ref(of, with_namespace=True),
+            "by": _ref(by, with_namespace=False),
+            "reason": reason,
+            "replayDeletion": True,
+        },
     }
 
 
-def build(ctx: Context, desired: Mapping[str, Mapping[str, Any]], flux_key: str | None) -> dict[str, dict[str, Any]]:
-    """Usages for the resources in ``desired``; ``flux_key`` is the Flux release's key, if composed."""
+def build(
+    ctx: Context, desired: Mapping[str, Mapping[str, Any]], flux_key: str | None
+) -> dict[str, dict[str, Any]]:
+    """Usages for the resources in ``desired``; ``flux_key`` is the Flux release's key, if
+    composed.
+    """
     out: dict[str, dict[str, Any]] = {}
     if flux_key and flux_key in desired:
         release = desired[flux_key]
@@ -61,7 +71,8 @@ def build(ctx: Context, desired: Mapping[str, Mapping[str, Any]], flux_key: str 
             (
                 o
                 for o in (desired[k] for k in sorted(desired))
-                if o["metadata"].get("namespace") == ns and o["kind"] in ("RoleBinding", "ServiceAccount")
+                if o["metadata"].get("namespace") == ns
+                and o["kind"] in ("RoleBinding", "ServiceAccount")
             ),
             None,
         )

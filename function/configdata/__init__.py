@@ -5,5 +5,5 @@ Flow: :mod:`.model` parses the file; :mod:`.localize` and :mod:`.configure` turn
 one document; appliers write them: :mod:`.yamlfile` (round-trip text, the CLI),
 :mod:`.helm` (HelmRelease values), :mod:`.kustomize` (Flux patches). :mod:`.deploy`
 ``mutation_for`` is the composition core's single entry point. Paths: :mod:`.paths`;
-image references: :mod:`.imageref`. The supported subset is in docs/configdata.md.
+image references: :mod:`function.ocm.imageref`. The supported subset is in docs/configdata.md.
 """

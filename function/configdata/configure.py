@@ -20,14 +20,15 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import jsonschema
 import referencing
 import referencing.exceptions
 from jsonschema.exceptions import SchemaError
 
-from function.configdata.memo import VALIDATORS
+from function.cache import memo
 from function.configdata.model import ConfigData
 from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
@@ -39,7 +40,7 @@ MAX_ERRORS = 5
 
 
 def deep_merge(base: Any, over: Any) -> Any:
-    """yq ``*``: maps merge key by key, everything else (lists included) is replaced."""
+    """Yq ``*``: maps merge key by key, everything else (lists included) is replaced."""
     if isinstance(base, Mapping) and isinstance(over, Mapping):
         out = {k: copy.deepcopy(v) for k, v in base.items()}
         for k, v in over.items():
@@ -81,24 +82,21 @@ def validator_for(schema: Any) -> jsonschema.protocols.Validator:
         key: Any = ("schema", json.dumps(schema, sort_keys=True, separators=(",", ":")))
     except (TypeError, ValueError):
         key = None
-    v = VALIDATORS.get(key) if key is not None else None
-    if v is None:
-        v = _validator_for(schema)
-        if key is not None:
-            VALIDATORS.put(key, v, 4 * len(key[1]) + 2000)
-    return v
+    return memo("validators", key, lambda: _validator_for(schema), lambda _: 4 * len(key[1]) + 2000)
 
 
 def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
     where = "ConfigData configuration.schema"
-    if not isinstance(schema, (dict, bool)):
+    if not isinstance(schema, dict | bool):
         raise InvalidConfigData(where, f"must be a JSON Schema object, got {type(schema).__name__}")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
     except SchemaError as e:
         at = "/".join(str(p) for p in e.path) or "(root)"
-        raise InvalidConfigData(where, f"is not a valid JSON Schema at {at}: {e.message[:200]}") from None
+        raise InvalidConfigData(
+            where, f"is not a valid JSON Schema at {at}: {e.message[:200]}"
+        ) from None
     # An empty registry: a `$ref` may point inside the schema only. Without it jsonschema
     # would fetch http(s):// and file:// references, letting a ConfigData author make the
     # function reach any host (past the registry allowlist) or read its own files.
@@ -109,15 +107,26 @@ def validate(validator: Any, instance: Any, *, label: str, skip_required: bool) 
     where = "ConfigData configuration.schema"
     try:
         errors = sorted(
-            (e for e in validator.iter_errors(instance) if not (skip_required and e.validator == "required")),
+            (
+                e
+                for e in validator.iter_errors(instance)
+                if not (skip_required and e.validator == "required")
+            ),
             key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)),
         )
     except RecursionError:
-        raise InvalidConfigData(where, "has a $ref cycle (a reference that resolves to itself)") from None
-    except (referencing.exceptions.Unresolvable, jsonschema.exceptions._WrappedReferencingError) as e:  # noqa: SLF001
+        raise InvalidConfigData(
+            where, "has a $ref cycle (a reference that resolves to itself)"
+        ) from None
+    except (
+        referencing.exceptions.Unresolvable,
+        jsonschema.exceptions._WrappedReferencingError,
+    ) as e:
         ref = getattr(e, "ref", None) or getattr(getattr(e, "_wrapped", None), "ref", None) or "?"
         raise InvalidConfigData(
-            where, f"has a $ref that cannot be resolved ({str(ref)[:100]}); only references inside the schema are allowed"
+            where,
+            f"has a $ref that cannot be resolved ({str(ref)[:100]}); only references inside the "
+            "schema are allowed",
         ) from None
     if not errors:
         return
@@ -154,7 +163,8 @@ def _lookup(merged: Any, ref: str, where: str, expr: str) -> Any:
         else:
             raise InvalidConfigData(
                 where,
-                f"{expr} refers to {'.'.join(walked)!r}, which is not in the merged values (defaults + values)",
+                f"{expr} refers to {'.'.join(walked)!r}, which is not in the merged values "
+                "(defaults + values)",
             )
     return copy.deepcopy(node)
 
@@ -176,7 +186,9 @@ def evaluate(value: Any, merged: Mapping[str, Any], where: str) -> Any:
         if "((" in value and "))" in value:
             shown = value if len(value) <= 80 else value[:77] + "..."
             raise UnsupportedRule(
-                where, f"{shown!r} embeds a spiff expression; only a whole-value (( dotted.path )) is supported"
+                where,
+                f"{shown!r} embeds a spiff expression; only a whole-value (( dotted.path )) is "
+                "supported",
             )
         return value
     if isinstance(value, Mapping):
@@ -186,7 +198,9 @@ def evaluate(value: Any, merged: Mapping[str, Any], where: str) -> Any:
     return value
 
 
-def plan_configuration(cd: ConfigData, values: Mapping[str, Any] | None) -> tuple[Substitution, ...]:
+def plan_configuration(
+    cd: ConfigData, values: Mapping[str, Any] | None
+) -> tuple[Substitution, ...]:
     """Every configuration substitution, in rule order."""
     conf = cd.configuration
     if conf is None:

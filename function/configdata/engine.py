@@ -7,14 +7,16 @@ No file or network I/O happens here: callers pass bytes in and get text and chan
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from function.configdata.configure import plan_configuration
-from function.configdata.localize import Locate, plan_localization
+from function.configdata.localize import plan_localization
 from function.configdata.model import ConfigData
 from function.configdata.substitution import Change, Substitution
 from function.configdata.yamlfile import YamlFile, apply, dump_file, load_file
+from function.ocm.access import ImageTable
 from function.ocm.model import ComponentVersion
 
 
@@ -31,16 +33,19 @@ def plan(
     values: Mapping[str, Any] | None = None,
     localize: bool = True,
     configure: bool = True,
-    locate: Locate | None = None,
+    images: ImageTable | None = None,
     only_file: str | None = None,
 ) -> Plan:
-    """Every substitution the ConfigData asks for, localization first (upstream order)."""
+    """Every substitution the ConfigData asks for, localization first (upstream order).
+
+    ``images``: the request's resolved image references (default: computed from ``component``).
+    """
     subs: list[Substitution] = []
     warnings: list[str] = []
     if localize and cd.localization:
         if component is None:
             raise ValueError("localization needs a component")
-        loc = plan_localization(cd, component, locate, only_file=only_file)
+        loc = plan_localization(cd, component, images, only_file=only_file)
         subs.extend(loc.substitutions)
         warnings.extend(loc.warnings)
     if configure:
@@ -55,8 +60,12 @@ class FileResult:
     not_applicable: tuple[Substitution, ...]
 
 
-def apply_to_file(text: bytes | str, file: str, substitutions: Iterable[Substitution]) -> FileResult:
-    """Apply the substitutions that address ``file`` to its text; the rest are returned unapplied."""
+def apply_to_file(
+    text: bytes | str, file: str, substitutions: Iterable[Substitution]
+) -> FileResult:
+    """Apply the substitutions that address ``file`` to its text; the rest are returned
+    unapplied.
+    """
     f: YamlFile = load_file(text, file)
     changes: list[Change] = []
     other: list[Substitution] = []

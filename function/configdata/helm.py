@@ -46,7 +46,8 @@ def check_substitution(sub: Substitution, role: str) -> None:
         raise InvalidConfigData(
             sub.where,
             f"{sub.file} is a chart file other than values.yaml: the function does not render or "
-            "rewrite chart templates; target values.yaml with the path of the value the template reads",
+            "rewrite chart templates; target values.yaml with the path of the value the template "
+            "reads",
         )
     if role == "helmrelease":
         steps = sub.path.steps
@@ -69,7 +70,9 @@ def add_to_values(values: dict[str, Any], change: Change, role: str, doc: Any) -
     node = values
     for i, step in enumerate(steps):
         if isinstance(step, int):
-            raise InvalidConfigData(change.sub.where, f"path {change.path}: Helm values must be a map at the top")
+            raise InvalidConfigData(
+                change.sub.where, f"path {change.path}: Helm values must be a map at the top"
+            )
         last = i == len(steps) - 1
         nxt = None if last else steps[i + 1]
         if last:

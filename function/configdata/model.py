@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from function.configdata.memo import CONFIGDATA, digest
+from function.cache import digest, memo
 from function.errors import InvalidConfigData
 from function.yamlio import YamlError, load_one
 
@@ -60,7 +60,7 @@ class LocalizationRule(_Strict):
     mapping: Mapping | None = None
     referencePath: list[dict[str, Any]] | None = None
 
-    _file = field_validator("file")(classmethod(lambda cls, v: normalise_file(v)))
+    _file = field_validator("file")(classmethod(lambda _cls, v: normalise_file(v)))
 
     def targets(self) -> list[tuple[str, str]]:
         """(field, path) for every non-empty localization field, in documented order."""
@@ -72,7 +72,7 @@ class ConfigRule(_Strict):
     path: str = Field(min_length=1)
     file: str = Field(min_length=1)
 
-    _file = field_validator("file")(classmethod(lambda cls, v: normalise_file(v)))
+    _file = field_validator("file")(classmethod(lambda _cls, v: normalise_file(v)))
 
 
 class Configuration(_Strict):
@@ -123,15 +123,15 @@ def _loc(loc: tuple[Any, ...]) -> str:
 def parse_configdata(data: bytes | str, name: str = "ConfigData") -> ConfigData:
     """Load (with the YAML safety caps) and validate one ConfigData document.
 
-    Memoised by content (:mod:`function.configdata.memo`): the model is frozen and shared,
-    so callers must not mutate the containers inside it (the engine copies what it changes).
+    Memoised by content (:mod:`function.cache`): the model is frozen and shared, so
+    callers must not mutate the containers inside it (the engine copies what it changes).
     """
-    key = (digest(data), name)
-    cd = CONFIGDATA.get(key)
-    if cd is None:
-        cd = _parse_configdata(data, name)
-        CONFIGDATA.put(key, cd, 4 * len(data) + 1000)
-    return cd
+    return memo(
+        "configdata",
+        (digest(data), name),
+        lambda: _parse_configdata(data, name),
+        lambda _: 4 * len(data) + 1000,
+    )
 
 
 def _parse_configdata(data: bytes | str, name: str) -> ConfigData:
@@ -143,7 +143,9 @@ def _parse_configdata(data: bytes | str, name: str) -> ConfigData:
         raise InvalidConfigData(name, f"must be a YAML map, got {type(doc).__name__}")
     for key in ("apiVersion", "kind"):
         if key not in doc:
-            raise InvalidConfigData(name, f"{key} is missing (want apiVersion: {API_VERSION}, kind: {KIND})")
+            raise InvalidConfigData(
+                name, f"{key} is missing (want apiVersion: {API_VERSION}, kind: {KIND})"
+            )
     try:
         return ConfigData.model_validate(doc)
     except ValidationError as e:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import pickle
 import re
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from function.configdata.memo import YAML_FILES, digest
+from function.cache import active_memos, digest
 from function.configdata.paths import get
 from function.configdata.substitution import Change, Substitution, apply_to_documents
 from function.yamlio import YamlError, load_all
@@ -50,7 +51,7 @@ def _guess_indent(text: str) -> tuple[int, int, int]:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     mapping = 2
     seq_offset: int | None = None
-    for prev, cur in zip(lines, lines[1:]):
+    for prev, cur in itertools.pairwise(lines):
         p_ind = len(prev) - len(prev.lstrip())
         c_ind = len(cur) - len(cur.lstrip())
         if not prev.rstrip().endswith(":") or prev.lstrip().startswith("- "):
@@ -61,7 +62,7 @@ def _guess_indent(text: str) -> tuple[int, int, int]:
         elif c_ind > p_ind and mapping == 2:
             mapping = c_ind - p_ind
             break
-    for prev, cur in zip(lines, lines[1:]):
+    for prev, cur in itertools.pairwise(lines):
         if seq_offset is not None:
             break
         if prev.rstrip().endswith(":") and cur.lstrip().startswith("- "):
@@ -81,19 +82,24 @@ def load_file(text: bytes | str, name: str) -> YamlFile:
     """The parsed file, ready to edit in place (the caller's own copy).
 
     Round-trip parsing is the slowest thing the engine does, and a component's files do
-    not change, so the parse is memoised by content (:mod:`function.configdata.memo`); each
-    call gets a fresh copy of the documents (pickle keeps ruamel's comments and styles
-    exactly, where ``copy.deepcopy`` does not).
+    not change, so the parse is memoised by content (:mod:`function.cache`); each call
+    gets a fresh copy of the documents (pickle keeps ruamel's comments and styles exactly,
+    where ``copy.deepcopy`` does not).
     """
+    memos = active_memos()
+    if memos is None:
+        return _load_file(text, name)
     key = (digest(text), name)
-    hit = YAML_FILES.get(key)
+    hit = memos.yaml_files.get(key)
     if hit is None:
         f = _load_file(text, name)
         blob = pickle.dumps(f.docs, protocol=pickle.HIGHEST_PROTOCOL)
-        YAML_FILES.put(key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300)
+        memos.yaml_files.put(
+            key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300
+        )
         return f
     template, blob = hit
-    return dataclasses.replace(template, docs=pickle.loads(blob))
+    return dataclasses.replace(template, docs=pickle.loads(blob))  # noqa: S301 - our own pickle
 
 
 def _load_file(text: bytes | str, name: str) -> YamlFile:
@@ -101,12 +107,14 @@ def _load_file(text: bytes | str, name: str) -> YamlFile:
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     try:
-        docs = [d for d in _rt().load_all(io.StringIO(text))]
+        docs = list(_rt().load_all(io.StringIO(text)))
     except YAMLError as e:  # pragma: no cover - load_all above already parsed it
         raise YamlError(name, f"is not valid YAML: {type(e).__name__}") from None
     docs = [d for d in docs if d is not None]
     if not docs:
-        docs = [CommentedMap()]  # an empty file is an empty map, as yq treats it (values.yaml may be empty)
+        docs = [
+            CommentedMap()
+        ]  # an empty file is an empty map, as yq treats it (values.yaml may be empty)
     lead = re.match(r"\A((?:[ \t]*#[^\n]*\n|[ \t]*\n)*)---", text)
     m, s, o = _guess_indent(text)
     return YamlFile(name, docs, bool(lead), m, s, o, lead.group(1) if lead else "")
@@ -133,9 +141,18 @@ def _styled(old: Any, new: Any) -> Any:
     """Keep the quoting of a replaced string scalar; turn plain containers into round-trip ones."""
     if isinstance(new, str) and not isinstance(new, ScalarString):
         if any(c in new for c in _UNICODE_BREAKS):
-            return DoubleQuotedScalarString(new)  # ruamel mangles these in plain/single-quoted style
-        for style in (DoubleQuotedScalarString, SingleQuotedScalarString, LiteralScalarString, FoldedScalarString):
-            if isinstance(old, style) and (style not in (LiteralScalarString, FoldedScalarString) or "\n" in new):
+            return DoubleQuotedScalarString(
+                new
+            )  # ruamel mangles these in plain/single-quoted style
+        for style in (
+            DoubleQuotedScalarString,
+            SingleQuotedScalarString,
+            LiteralScalarString,
+            FoldedScalarString,
+        ):
+            if isinstance(old, style) and (
+                style not in (LiteralScalarString, FoldedScalarString) or "\n" in new
+            ):
                 return style(new)
         if len(new) > 1 and new[0] in "?:" and new[1] not in " \t":
             # ruamel writes '?0' / ':0' plain, which its own parser refuses inside flow collections
@@ -156,8 +173,10 @@ def apply(f: YamlFile, sub: Substitution) -> Change:
     change = apply_to_documents(f.docs, sub, make_map=CommentedMap)
     styled = _styled(change.old, sub.value)
     if styled is not sub.value:
-        parent = get(f.docs[change.document], type(sub.path)(sub.path.steps[:-1])) if len(sub.path) > 1 else (
-            f.docs[change.document]
+        parent = (
+            get(f.docs[change.document], type(sub.path)(sub.path.steps[:-1]))
+            if len(sub.path) > 1
+            else (f.docs[change.document])
         )
         parent[sub.path.steps[-1]] = styled
     return change

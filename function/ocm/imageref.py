@@ -1,4 +1,12 @@
-"""Image references parsed exactly as upstream's v1 controller did (go-containerregistry).
+"""Image references: the one grammar, parsed exactly as upstream's v1 controller did
+(go-containerregistry).
+
+Both sides of an image reference use this parser: the packaging contract
+(:mod:`function.ocm.access`, reading ``access.imageReference`` as written, with an optional
+``http(s)://`` scheme) and the ConfigData ``image``/``registry``/``repository``/``tag`` rules
+(the go-containerregistry view below). One parse gives both: what was written
+(:attr:`ImageRef.host`, ``path``, ``tag``, ``digest``) and what upstream computed from it
+(:attr:`ImageRef.registry`, ``repository``, ``name``, ``identifier``).
 
 ocm-controller fed every localized reference through ``name.ParseReference`` with default
 (weak) options and wrote ``Context().Registry.Name()``, ``Context().RepositoryStr()``,
@@ -34,19 +42,29 @@ class BadReference(SackError):
 
 @dataclass(frozen=True)
 class ImageRef:
-    """One parsed reference; the properties are the values localization rules receive."""
+    """One parsed reference: the fields as written; the properties are go-containerregistry's
+    values, the ones localization rules receive.
+    """
 
-    registry: str  # Context().Registry.Name()
-    repository_raw: str  # repository as written (without the implicit library/)
-    tag: str  # explicit or defaulted tag ("" when parsed as a digest reference)
+    host: str  # the registry as written ("" when the reference names none: Docker Hub)
+    path: str  # the repository as written (without the implicit library/)
+    tag: str  # the tag as written ("" when none)
     digest: str  # "sha256:<hex>" or ""
+    scheme: str = (
+        ""  # "http"/"https" when an OCM access spelled one (never in a localized reference)
+    )
+
+    @property
+    def registry(self) -> str:
+        """Context().Registry.Name(): Docker Hub is ``index.docker.io``."""
+        return DEFAULT_REGISTRY if self.host in ("", "docker.io") else self.host
 
     @property
     def repository(self) -> str:
         """Context().RepositoryStr(): Docker Hub single names gain ``library/``."""
-        if self.registry == DEFAULT_REGISTRY and "/" not in self.repository_raw:
-            return "library/" + self.repository_raw
-        return self.repository_raw
+        if self.registry == DEFAULT_REGISTRY and "/" not in self.path:
+            return "library/" + self.path
+        return self.path
 
     @property
     def fully_qualified_repository(self) -> str:
@@ -54,36 +72,59 @@ class ImageRef:
 
     @property
     def name(self) -> str:
-        """Name(): ``reg/repo@digest`` when there is a digest (tag dropped), else ``reg/repo:tag``."""
+        """Name(): ``reg/repo@digest`` when there is a digest (tag dropped), else
+        ``reg/repo:tag``.
+        """
         if self.digest:
             return f"{self.fully_qualified_repository}@{self.digest}"
-        return f"{self.fully_qualified_repository}:{self.tag}"
+        return f"{self.fully_qualified_repository}:{self.tag or DEFAULT_TAG}"
 
     @property
     def identifier(self) -> str:
-        """Identifier(): the digest when there is one, else the tag."""
-        return self.digest or self.tag
+        """Identifier(): the digest when there is one, else the tag (``latest`` when none)."""
+        return self.digest or self.tag or DEFAULT_TAG
+
+    @property
+    def written_repository(self) -> str:
+        """``host/path`` as written: the repository a cluster pulls from (no tag, no digest)."""
+        return f"{self.host}/{self.path}" if self.host else self.path
+
+    def written(self) -> str:
+        """The reference as written, without the scheme: ``host/path[:tag][@digest]``."""
+        return (
+            self.written_repository
+            + (f":{self.tag}" if self.tag else "")
+            + (f"@{self.digest}" if self.digest else "")
+        )
 
 
-def _check(kind: str, value: str, chars: frozenset[str], lo: int, hi: int, where: str, ref: str) -> None:
+def _check(
+    kind: str, value: str, chars: frozenset[str], lo: int, hi: int, where: str, ref: str
+) -> None:
     if not lo <= len(value) <= hi:
-        raise BadReference(where, f"image reference {ref!r}: {kind} {value!r} must be {lo} to {hi} characters")
+        raise BadReference(
+            where, f"image reference {ref!r}: {kind} {value!r} must be {lo} to {hi} characters"
+        )
     bad = sorted(set(value) - chars)
     if bad:
-        raise BadReference(where, f"image reference {ref!r}: {kind} {value!r} has invalid characters {''.join(bad)!r}")
+        raise BadReference(
+            where,
+            f"image reference {ref!r}: {kind} {value!r} has invalid characters {''.join(bad)!r}",
+        )
 
 
 def _registry(name: str, where: str, ref: str) -> str:
+    """The registry as written, checked ("" for none)."""
     if name:
         try:
             host = urlsplit("//" + name).netloc
         except ValueError:
             host = ""
         if host != name or any(c in name for c in "@/?#") or any(c.isspace() for c in name):
-            raise BadReference(where, f"image reference {ref!r}: registry {name!r} is not a valid host[:port]")
-    else:
-        name = DEFAULT_REGISTRY
-    return DEFAULT_REGISTRY if name == "docker.io" else name
+            raise BadReference(
+                where, f"image reference {ref!r}: registry {name!r} is not a valid host[:port]"
+            )
+    return name
 
 
 def _repository(base: str, where: str, ref: str) -> tuple[str, str]:
@@ -106,14 +147,18 @@ def _tag(text: str, where: str, ref: str) -> tuple[str, str, str]:
             raise BadReference(where, f"image reference {ref!r}: no tag name after the colon")
         _check("tag", tag, _TAG_CHARS, 1, 128, where, ref)
     registry, repo = _repository(base, where, ref)
-    return registry, repo, tag or DEFAULT_TAG
+    return registry, repo, tag
 
 
 def parse_reference(text: str, *, where: str = "") -> ImageRef:
-    """``name.ParseReference(text)`` with default options: a tag reference, else a digest reference."""
+    """``name.ParseReference(text)`` with default options: a tag reference, else a digest
+    reference.
+    """
     if not isinstance(text, str):
         raise BadReference(where, f"image reference must be a string, got {type(text).__name__}")
-    if "://" in text:  # ggcr would read "http:" as a registry; a scheme is never part of a reference
+    if (
+        "://" in text
+    ):  # ggcr would read "http:" as a registry; a scheme is never part of a reference
         raise BadReference(where, f"image reference {text[:200]!r} must not carry a URL scheme")
     try:
         registry, repo, tag = _tag(text, where, text)
@@ -126,18 +171,24 @@ def parse_reference(text: str, *, where: str = "") -> ImageRef:
             raise tag_error from None
     base, dig = parts
     if not dig.startswith("sha256:"):
-        raise BadReference(where, f"image reference {text!r}: unsupported digest algorithm (only sha256)")
+        raise BadReference(
+            where, f"image reference {text!r}: unsupported digest algorithm (only sha256)"
+        )
     if not _HEX64.fullmatch(dig[len("sha256:") :]):
-        raise BadReference(where, f"image reference {text!r}: digest must be sha256 and 64 lowercase hex digits")
+        raise BadReference(
+            where, f"image reference {text!r}: digest must be sha256 and 64 lowercase hex digits"
+        )
     try:
-        registry, repo, _ = _tag(base, where, text)
+        registry, repo, tag = _tag(base, where, text)
     except BadReference:
-        registry, repo = _repository(base, where, text)
-    return ImageRef(registry, repo, "", dig)
+        (registry, repo), tag = _repository(base, where, text), ""
+    return ImageRef(registry, repo, tag, dig)
 
 
 def image_name(value: str) -> str:
-    """The name part of an image string as written (no tag, no digest), as Kustomize ``images:`` match it."""
+    """The name part of an image string as written (no tag, no digest), as Kustomize ``images:``
+    match it.
+    """
     name = value.split("@", 1)[0]
     head, _, last = name.rpartition("/")
     if ":" in last:
