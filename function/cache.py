@@ -12,12 +12,12 @@ operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``
   ``ttl`` seconds. Concurrent identical fetches are coalesced: the first caller fetches,
   the others await the same result (or the same error).
 * :class:`Memos`, the **pure steps** of a reconcile (parsed ConfigData, compiled schemas,
-  parsed YAML, the whole Flux mutation, version choices), keyed by content (a SHA-256 of
-  the bytes, or a canonical JSON), never by name or time: new content is a new key, so an
-  entry is never stale. Memoising a pure step is invisible in its result, so the pure core
-  does not take the memo tables as a parameter: the edge binds them for the duration of a
-  request (:meth:`Memos.active`) and :func:`memo` looks them up; with none bound, nothing is
-  memoised (the CLI, a direct call in a test).
+  parsed expressions, parsed YAML, the whole Flux mutation, version choices), keyed by
+  content (a SHA-256 of the bytes, or a canonical JSON), never by name or time: new content
+  is a new key, so an entry is never stale. Memoising a pure step is invisible in its
+  result, so the pure core does not take the memo tables as a parameter: the edge binds them
+  for the duration of a request (:meth:`Memos.active`) and :func:`memo` looks them up; with
+  none bound, nothing is memoised (the CLI, a direct call in a test).
 
 * :class:`Responses`, whole **serialized answers**, keyed by the SHA-256 of the serialized
   request and kept with the short-lived facts they rest on (see the class): the steady-state
@@ -278,13 +278,20 @@ class Cache:
 _SHARES = {
     "configdata": 16,  # parsed ConfigData models, by (content digest, name)
     "validators": 8,  # compiled JSON Schema validators, by canonical schema JSON
+    "expressions": 2,  # parsed spiff (dynaml) expressions, by their text
     "yaml_files": 32,  # parsed round-trip YAML files (pickled, copied out on every hit)
     "yaml_docs": 16,  # plain safe-loaded YAML streams (pickled, copied out on every hit)
     "mutations": 64,  # Flux mutations (the whole ConfigData result for one claim)
     "versions": 8,  # sticky version choices, by (tag list, constraint, previous)
     "digests": 32,  # content digests of immutable inputs, by object identity
 }
-_ENTRIES = {"configdata": 1024, "validators": 1024, "versions": 4096, "digests": 256}
+_ENTRIES = {
+    "configdata": 1024,
+    "validators": 1024,
+    "expressions": 4096,
+    "versions": 4096,
+    "digests": 256,
+}
 
 _ACTIVE: ContextVar[Memos | None] = ContextVar("sack8s_memos", default=None)
 
@@ -301,6 +308,7 @@ class Memos:
         }
         self.configdata = self.tables["configdata"]
         self.validators = self.tables["validators"]
+        self.expressions = self.tables["expressions"]
         self.yaml_files = self.tables["yaml_files"]
         self.yaml_docs = self.tables["yaml_docs"]
         self.mutations = self.tables["mutations"]

@@ -19,11 +19,13 @@ from typing import Any
 from crossplane.function import resource as sdkresource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from ruamel.yaml import YAML
+from ruamel.yaml.representer import SafeRepresenter
 
 from function.api.policy import INPUT_GROUP
 from function.errors import SackError
 from function.fn import FunctionRunner
 from function.structs import plain, to_dict
+from function.yaml11 import needs_quotes
 from function.yamlio import load_all
 
 ANNOTATION_RESOURCE_NAME = "crossplane.io/composition-resource-name"
@@ -42,8 +44,21 @@ def _sorted(v: Any) -> Any:
     return v
 
 
+class _Representer(SafeRepresenter):
+    """Strings a YAML 1.1 reader (kubectl, Helm, sigs.k8s.io/yaml) would retype are quoted."""
+
+    def represent_str(self, data: str) -> Any:
+        return self.represent_scalar(
+            "tag:yaml.org,2002:str", data, style="'" if needs_quotes(data) else None
+        )
+
+
+_Representer.add_representer(str, _Representer.represent_str)
+
+
 def dump_yaml(docs: Iterable[Mapping[str, Any]]) -> str:
     y = YAML(typ="safe", pure=True)
+    y.Representer = _Representer
     y.default_flow_style = False
     y.width = 4096
     out = io.StringIO()

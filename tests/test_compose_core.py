@@ -341,3 +341,17 @@ def test_upgrade_keeps_the_namespaces_an_earlier_release_created() -> None:
     assert ns["labels"]["sack8s.io/tenant"] == "team-a" and ns["annotations"]["sack8s.io/claim-name"] == "podinfo"
     fresh = asyncio.run(render(xr, policy, required=required))
     assert fresh.fatal is not None and "spec.namespaces[0]" in fresh.fatal.message
+
+
+def test_schema_violations_are_fatal_unless_the_policy_downgrades_them_to_warnings() -> None:
+    xr, policy = load()
+    xr["spec"]["values"]["inline"]["replicas"] = "two"  # the example ConfigData says integer
+    out = asyncio.run(render(xr, policy))
+    assert out.fatal is not None
+    assert "configuration.schema: values.replicas: 'two' is not of type 'integer'" in out.fatal.message
+    policy = copy.deepcopy(policy)
+    policy["configData"] = {"schemaViolations": "Warning"}
+    out = run(xr, policy)
+    warnings = [r.message for r in out.results if r.severity == fnv1.SEVERITY_WARNING]
+    assert any("values.replicas: 'two' is not of type 'integer' (schema rule properties/replicas/type)" in w
+               and "reported as a warning" in w for w in warnings), warnings

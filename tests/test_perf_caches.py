@@ -132,6 +132,20 @@ def test_mutation_changes_with_every_input(change: str, memos):
     assert got == mutation_for("kustomize", args["configdata"], args["component"], args["files"], args["values"])
 
 
+def test_the_schema_violations_policy_is_part_of_the_mutation_key(memos):
+    """A mutation composed under configData.schemaViolations: Warning is never served to a
+    request whose policy makes the same violation Fatal."""
+    files = {"deploy.yaml": DEPLOY.encode()}
+    bad = {"replicas": "three"}
+    warned = mutation_for("kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning")
+    assert any("is not of type 'integer'" in w for w in warned.warnings)
+    assert len(memos.mutations) == 1
+    with pytest.raises(InvalidValues, match="values.replicas: 'three' is not of type 'integer'"):
+        mutation_for("kustomize", CONFIG.encode(), cv(), files, bad)
+    again = mutation_for("kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning")
+    assert again is warned
+
+
 def test_values_that_json_cannot_tell_apart_are_not_memoised_together():
     from function.configdata.deploy import MutationInput, _memo_key
     from function.ocm.access import image_table

@@ -125,7 +125,7 @@ configuration:
   rules:
     - {file: a.yaml, path: spec.replicas, value: (( replicas ))}
     - {file: a.yaml, path: spec.image, value: {name: (( image.name )), pull: literal}}
-    - {file: b.yaml, path: data.hosts, value: (( hosts.0 ))}
+    - {file: b.yaml, path: data.hosts, value: "(( hosts[0] ))"}
     - {file: b.yaml, path: data.all, value: (( config ))}
 """
 
@@ -140,7 +140,7 @@ configuration:
             None,
             ("image.tag",),
         ),  # a sibling of a consumed value
-        ({"hosts": ["a", "b"]}, None, ()),  # (( hosts.0 )) reads into the list
+        ({"hosts": ["a", "b"]}, None, ()),  # (( hosts[0] )) reads into the list
         ({"config": {"deep": {"er": 1}}}, None, ()),  # (( config )) takes the whole map
         (
             {"replicas": 2, "hosts": ["a"]},
@@ -153,3 +153,44 @@ configuration:
 )
 def test_unused_values_pure(values, files, unused):
     assert unused_values(parse_configdata(CD), values, files=files) == unused
+
+
+SPIFF_CD = """
+configuration:
+  defaults:
+    image: (( repo ":" tag ))
+    repo: ghcr.io/acme/app
+  rules:
+    - {file: a.yaml, path: spec.image, value: (( image ))}
+    - {file: a.yaml, path: spec.url, value: "tcp://(( host )):(( port ))"}
+    - {file: a.yaml, path: spec.replicas, value: (( replicas * 2 ))}
+    - {file: a.yaml, path: spec.tier, value: (( tier || "web" ))}
+    - {file: a.yaml, path: metadata.name, value: (( name ))}
+    - {file: a.yaml, path: metadata.labels, value: {app: (( .name ))}}
+"""
+
+
+@pytest.mark.parametrize(
+    "values, unused",
+    [
+        # through the default image: (( repo ":" tag )), both of which the user may set
+        ({"repo": "r", "tag": "1"}, ()),
+        ({"tag": "1", "tga": "2"}, ("tga",)),
+        ({"host": "h", "port": 1}, ()),  # interpolated text
+        ({"replicas": 2}, ()),  # arithmetic
+        ({"tier": "db"}, ()),  # the left side of ||
+        ({"name": "x"}, ()),  # (( .name )) reads the values; (( name )) alone would not
+        # a value that is itself an expression consumes what it refers to
+        ({"tier": "(( flavour ))", "flavour": "db", "other": 1}, ("other",)),
+    ],
+)
+def test_unused_values_follow_spiff_expressions(values, unused):
+    assert unused_values(parse_configdata(SPIFF_CD), values) == unused
+
+
+def test_a_rules_own_field_consumes_no_value():
+    cd = parse_configdata(
+        "configuration:\n  rules:\n  - {file: a.yaml, path: metadata.name, value: (( name ))}\n"
+    )
+    # spiff scoping: (( name )) is the rule's own name (subst-0), not the value
+    assert unused_values(cd, {"name": "x"}) == ("name",)

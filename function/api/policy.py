@@ -241,6 +241,12 @@ class ConfigDataPolicy(Model):
         "deployed resource (they land nowhere): a Warning listing them (and "
         "status.configData.unusedValues), or a Fatal.",
     )
+    schemaViolations: Literal["Fatal", "Warning"] = Field(
+        default="Fatal",
+        description="Values that break the ConfigData schema: Fatal (refused) or Warning "
+        "(composed, and reported). ocm-controller v1 never enforced the schema; Warning is for "
+        "teams migrating.",
+    )
 
 
 class Policy(Model):

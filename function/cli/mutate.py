@@ -193,6 +193,7 @@ def _run(
     registry: str | None = None,
     values_file: str | None = None,
     key: str | None = None,
+    schema_violations: str = "Fatal",
 ) -> None:
     localize = component is not None
     configure = values_file is not None
@@ -224,6 +225,7 @@ def _run(
             values=values,
             localize=localize,
             configure=configure,
+            schema_violations="Warning" if schema_violations.lower() == "warning" else "Fatal",
         )
         try:
             result = apply_to_file(text, name, p.substitutions)
@@ -251,6 +253,8 @@ def _run(
             _log(f"not applicable: ConfigData {sub.rule} addresses file {sub.file}, not {name}")
         for change in result.changes:
             _log(describe(change))
+    for finding in p.findings + result.findings:
+        _log(f"warning: {finding.message}")
     for change in result.changes:
         if change.sub.warning:
             _log(f"warning: {change.sub.warning}")
@@ -332,6 +336,15 @@ _values = [
         "--key",
         metavar="KEY",
         help="ConfigMap data key holding the values (default: the only key).",
+    ),
+    click.option(
+        "--schema-violations",
+        "schema_violations",
+        type=click.Choice(["Fatal", "Warning"], case_sensitive=False),
+        default="Fatal",
+        show_default=True,
+        help="Values that break the ConfigData schema: an error, or a warning (as the policy's "
+        "configData.schemaViolations).",
     ),
 ]
 

@@ -144,6 +144,7 @@ def _mutation(
             values=inp.values,
             images=table,
             configdata_name=f"ConfigData (resource {cd.name})",
+            schema_violations=inp.policy.configData.schemaViolations,
         )
     )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from function.compose.context import Context
+from function.compose.durations import canonical
 from function.ocm.model import ComponentVersion, Resource
 
 API = "delivery.ocm.software/v1alpha1"
@@ -44,7 +45,8 @@ def _ocm_config(ctx: Context) -> list[dict[str, Any]]:
 
 
 def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str, dict[str, Any]]:
-    interval = ctx.policy.ocm.interval
+    # The OCM controller writes spec.interval back as Go prints it (10m -> 10m0s), so compose that.
+    interval = canonical(ctx.policy.ocm.interval, "ocm.interval")
     repo_spec: dict[str, Any] = {
         "type": "OCIRegistry",
         "baseUrl": f"{'http' if ctx.repository.plain_http else 'https'}://{ctx.repository.host}",

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from function.cache import active_memos, approx_size, digest, files_digest
 from function.configdata import helm, kustomize
+from function.configdata.configure import SchemaViolations
 from function.configdata.engine import plan
 from function.configdata.model import parse_configdata
 from function.configdata.paths import format_path
@@ -69,6 +70,8 @@ class MutationInput:
     ``templates/...``); for ``kustomize`` the files of the tar relative to its root.
     ``images``: the request's image table (:func:`function.ocm.access.image_table`), resolved
     once by the core; None computes it from ``component`` (no policy downgrades).
+    ``schema_violations``: the policy's ``configData.schemaViolations`` (``Warning`` reports
+    schema violations of the values as warnings instead of failing).
     """
 
     flavour: Flavour
@@ -78,6 +81,7 @@ class MutationInput:
     values: Mapping[str, Any] | None = None
     images: ImageTable | None = None
     configdata_name: str = "ConfigData"
+    schema_violations: SchemaViolations = "Fatal"
 
 
 def _trace(change: Change) -> Trace:
@@ -123,10 +127,20 @@ def mutation_for(
     *,
     configdata_name: str = "ConfigData",
     images: ImageTable | None = None,
+    schema_violations: SchemaViolations = "Fatal",
 ) -> FluxMutation:
     """:func:`mutate` with the inputs spelled out (for callers outside the core)."""
     return mutate(
-        MutationInput(flavour, configdata, component, files, values, images, configdata_name)
+        MutationInput(
+            flavour,
+            configdata,
+            component,
+            files,
+            values,
+            images,
+            configdata_name,
+            schema_violations,
+        )
     )
 
 
@@ -146,8 +160,8 @@ def _memo_key(inp: MutationInput) -> Hashable | None:
 
     The mutation is a pure function of the :class:`MutationInput`: the flavour, the
     ConfigData bytes, the component (name, version, descriptor digest, registry it is read
-    from), the deployable's files, the values and the image table. All of it is in the key,
-    by content.
+    from), the deployable's files, the values, the image table and the schema-violations
+    policy. All of it is in the key, by content.
     """
     component, values = inp.component, inp.values
     if not component.descriptor_digest or inp.images is None:
@@ -166,6 +180,7 @@ def _memo_key(inp: MutationInput) -> Hashable | None:
         component.version,
         component.descriptor_digest,
         component.repository,
+        inp.schema_violations,
     )
 
 
@@ -220,7 +235,13 @@ def _checked(inp: MutationInput) -> FluxMutation:
 def _mutation(inp: MutationInput) -> FluxMutation:
     flavour, files, configdata_name = inp.flavour, inp.files, inp.configdata_name
     cd = parse_configdata(inp.configdata, configdata_name)
-    p = plan(cd, component=inp.component, values=inp.values, images=inp.images)
+    p = plan(
+        cd,
+        component=inp.component,
+        values=inp.values,
+        images=inp.images,
+        schema_violations=inp.schema_violations,
+    )
 
     loaded: dict[str, YamlFile] = {}
     roles: dict[str, str] = {}
@@ -267,12 +288,19 @@ def _mutation(inp: MutationInput) -> FluxMutation:
 
     # Planning warnings only matter for substitutions that this deployable applies.
     applied = {(t.rule, t.file, t.path) for t in traces}
-    warnings = [
+    warnings = [f.message for f in p.findings] + [
         s.warning
         for s in p.substitutions
         if s.warning and (s.rule, s.file, format_path(s.path.steps)) in applied
     ]
-    warnings.extend(hints)
+    if configdata_name != "ConfigData":  # name the actual ConfigData resource, as errors do
+        warnings = [
+            configdata_name + w[len("ConfigData") :]
+            if w.startswith("ConfigData ") and not w.startswith(configdata_name)
+            else w
+            for w in warnings
+        ]
+    warnings.extend(hints)  # suggestions name the resource already
     if p.substitutions and not traces:
         warnings.append(
             f"{configdata_name}: none of its {len(p.substitutions)} substitutions addresses a "

@@ -11,7 +11,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from function.configdata.configure import plan_configuration
+from function.configdata.configure import SchemaViolations
+from function.configdata.configure import configure as configure_values
+from function.configdata.findings import Finding
 from function.configdata.localize import plan_localization
 from function.configdata.model import ConfigData
 from function.configdata.substitution import Change, Substitution
@@ -22,8 +24,29 @@ from function.ocm.model import ComponentVersion
 
 @dataclass(frozen=True)
 class Plan:
+    """``warnings``: localization warnings (each is also on its substitution). ``findings``:
+    what loading and configuration found, whichever files a deployable has; a substitution's
+    own ``warning`` matters only where it is applied. :meth:`all_findings` is both, for tools
+    that look at the ConfigData as a whole (``sack8s check``).
+    """
+
     substitutions: tuple[Substitution, ...]
     warnings: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
+
+    def all_findings(self) -> tuple[Finding, ...]:
+        subs = tuple(
+            Finding(
+                "Rule",
+                s.warning,
+                rule=f"{s.rule}.{s.field}" if s.field != "path" else s.rule,
+                file=s.file,
+                path=str(s.path),
+            )
+            for s in self.substitutions
+            if s.warning
+        )
+        return self.findings + subs
 
 
 def plan(
@@ -35,13 +58,17 @@ def plan(
     configure: bool = True,
     images: ImageTable | None = None,
     only_file: str | None = None,
+    schema_violations: SchemaViolations = "Fatal",
 ) -> Plan:
     """Every substitution the ConfigData asks for, localization first (upstream order).
 
     ``images``: the request's resolved image references (default: computed from ``component``).
+    ``schema_violations="Warning"`` (the ops policy switch, the CLI flag) turns schema
+    violations of the values into findings instead of an error.
     """
     subs: list[Substitution] = []
     warnings: list[str] = []
+    findings: list[Finding] = list(cd.findings)
     if localize and cd.localization:
         if component is None:
             raise ValueError("localization needs a component")
@@ -49,8 +76,10 @@ def plan(
         subs.extend(loc.substitutions)
         warnings.extend(loc.warnings)
     if configure:
-        subs.extend(plan_configuration(cd, values))
-    return Plan(tuple(subs), tuple(warnings))
+        conf = configure_values(cd, values, schema_violations=schema_violations)
+        subs.extend(conf.substitutions)
+        findings.extend(conf.findings)
+    return Plan(tuple(subs), tuple(warnings), tuple(findings))
 
 
 @dataclass(frozen=True)
@@ -58,6 +87,7 @@ class FileResult:
     text: str
     changes: tuple[Change, ...]
     not_applicable: tuple[Substitution, ...]
+    findings: tuple[Finding, ...] = ()
 
 
 def apply_to_file(
@@ -74,7 +104,20 @@ def apply_to_file(
             other.append(sub)
             continue
         changes.append(apply(f, sub))
-    return FileResult(dump_file(f) if changes else _as_text(text), tuple(changes), tuple(other))
+    findings = ()
+    if changes and len(f.docs) > 1:
+        findings = (
+            Finding(
+                "MultiDocumentFile",
+                f"{file} holds {len(f.docs)} YAML documents: every one is kept, and each rule "
+                "writes into the one document its path resolves in (ocm-controller v1 wrote back "
+                "only the first document and dropped the others)",
+                file=file,
+            ),
+        )
+    return FileResult(
+        dump_file(f) if changes else _as_text(text), tuple(changes), tuple(other), findings
+    )
 
 
 def _as_text(text: bytes | str) -> str:

@@ -7,10 +7,16 @@ rules address the Kustomize files, so its ``replicas`` is dropped), or a rule th
 author forgot. Composition succeeds either way, so without this check the team never learns
 why its setting has no effect.
 
-A value is *consumed* when a rule's reference reaches it or one of its parents
-(``(( image ))`` consumes ``image.tag``), or when a reference reaches below it
-(``(( hosts.0 ))`` consumes the list ``hosts``). Values are compared as leaves: scalars,
-lists and empty maps. Only the user's values are checked, never the ConfigData defaults.
+A value is *consumed* when a rule's expression refers to it or to one of its parents
+(``(( image ))`` consumes ``image.tag``), or reaches below it (``(( hosts.[0] ))`` consumes
+the list ``hosts``), anywhere in the expression (``tcp://(( host )):(( port ))``,
+``(( replicas * 2 ))``, both sides of ``||``) or through an expression in the defaults or
+values it refers to (a default ``image: (( repo ":" tag ))`` read by a rule consumes ``repo``
+and ``tag``). References resolve with upstream's spiff scoping
+(:meth:`function.configdata.expressions.Document.reads`), so ``(( name ))`` in a rule reads
+the rule's own ``name`` field, not the value ``name``. Values are compared as leaves:
+scalars, lists and empty maps. Only the user's values are checked, never the ConfigData
+defaults.
 
 Pure functions; ``sack8s render``, ``configure``/``mutate``, ``sack8s check`` and the
 function all call :func:`unused_values`.
@@ -18,45 +24,38 @@ function all call :func:`unused_values`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
+from function.configdata.configure import RULES, document
 from function.configdata.model import ConfigData
 from function.configdata.paths import format_path
-
-# The reference form configure.evaluate accepts: a whole-value (( dotted.path )).
-_EXPR = re.compile(r"^\(\((.*)\)\)$", re.S)
-_REF = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.(?:[A-Za-z_][A-Za-z0-9_-]*|[0-9]+))*")
+from function.errors import SackError
 
 Key = tuple[str, ...]
 
 
-def references(value: Any) -> Iterator[Key]:
-    """Every ``(( dotted.path ))`` in a rule value, also inside literal maps and lists."""
-    if isinstance(value, str):
-        m = _EXPR.match(value.strip())
-        if m and _REF.fullmatch(m.group(1).strip()):
-            yield tuple(m.group(1).strip().split("."))
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from references(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from references(v)
+def consumed(
+    cd: ConfigData, values: Mapping[str, Any] | None = None, files: Collection[str] | None = None
+) -> frozenset[Key]:
+    """The value paths the configuration rules read; with ``files``, only rules on those files.
 
-
-def consumed(cd: ConfigData, files: Collection[str] | None = None) -> frozenset[Key]:
-    """The value paths the configuration rules read; with ``files``, only rules on those files."""
+    What a reference reaches depends on the values (scoping, expressions among them), so they
+    are part of the question. A ConfigData or values the configuration refuses read nothing
+    (the configuration's own error says why).
+    """
     conf = cd.configuration
     if conf is None:
         return frozenset()
-    return frozenset(
-        ref
-        for rule in conf.rules
-        if files is None or rule.file in files
-        for ref in references(rule.value)
-    )
+    try:
+        doc = document(cd, values)
+    except SackError:
+        return frozenset()
+    places = set()
+    for i, rule in enumerate(conf.rules):
+        if files is None or rule.file in files:
+            places |= doc.reads((RULES, i, "value"))
+    return frozenset(tuple(str(p) for p in loc) for loc in places if loc and loc[0] != RULES)
 
 
 def leaves(values: Any, prefix: Key = ()) -> Iterator[Key]:
@@ -79,7 +78,7 @@ def unused_values(
     """
     if not values:
         return ()
-    refs = consumed(cd, files)
+    refs = consumed(cd, values, files)
     out = set()
     for leaf in leaves(values):
         if not any(_covers(ref, leaf) for ref in refs):
@@ -92,4 +91,4 @@ def _covers(ref: Key, leaf: Key) -> bool:
     return ref[:n] == leaf[:n]
 
 
-__all__ = ["consumed", "leaves", "references", "unused_values"]
+__all__ = ["consumed", "leaves", "unused_values"]

@@ -5,6 +5,15 @@ key order, quoting, indentation and ``---`` separators must survive; only the su
 values change. ruamel's round-trip mode does that; we guess the indentation from the text
 and keep a replaced string's quoting style. Input is first loaded with
 :mod:`function.yamlio`'s caps (size, alias expansion) before the round-trip parse.
+
+Two rules for what other tools read back:
+
+* a file whose content is JSON is written back as JSON (2-space indentation, key order kept),
+  as upstream did (ocm ``api/utils/subst/subst.go``: the format is chosen by content, so YAML
+  in a ``.json`` file stays YAML);
+* every string written is quoted when a YAML 1.1 reader (Helm, kubectl, sigs.k8s.io/yaml)
+  would type it differently (:func:`function.yaml11.needs_quotes`: ``no``, ``on``, ``0777``…),
+  keys of written maps included. What the author wrote is never restyled.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import itertools
+import json
 import pickle
 import re
 from dataclasses import dataclass
@@ -30,7 +40,9 @@ from ruamel.yaml.scalarstring import (
 
 from function.cache import active_memos, digest
 from function.configdata.paths import get
+from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution, apply_to_documents
+from function.yaml11 import needs_quotes
 from function.yamlio import YamlError, load_all
 
 
@@ -45,6 +57,7 @@ class YamlFile:
     sequence_indent: int
     sequence_offset: int
     preamble: str = ""  # comments before a leading '---', which ruamel drops
+    json: bool = False  # the content is JSON: written back as JSON
 
 
 def _guess_indent(text: str) -> tuple[int, int, int]:
@@ -117,10 +130,27 @@ def _load_file(text: bytes | str, name: str) -> YamlFile:
         ]  # an empty file is an empty map, as yq treats it (values.yaml may be empty)
     lead = re.match(r"\A((?:[ \t]*#[^\n]*\n|[ \t]*\n)*)---", text)
     m, s, o = _guess_indent(text)
-    return YamlFile(name, docs, bool(lead), m, s, o, lead.group(1) if lead else "")
+    return YamlFile(name, docs, bool(lead), m, s, o, lead.group(1) if lead else "", _is_json(text))
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN / Infinity are not JSON (Python's json would accept them)
+
+
+def _is_json(text: str) -> bool:
+    """Is the whole content one JSON value? (upstream: yq's JSON decoder succeeds on it)."""
+    if not text.strip() or text.lstrip()[0] not in '{["-0123456789tfn':
+        return False
+    try:
+        json.loads(text, parse_constant=_refuse_constant)
+    except ValueError:
+        return False
+    return True
 
 
 def dump_file(f: YamlFile) -> str:
+    if f.json:
+        return json.dumps(plain(f.docs[0]), indent=2, ensure_ascii=False) + "\n"
     y = _rt()
     y.indent(mapping=f.mapping_indent, sequence=f.sequence_indent, offset=f.sequence_offset)
     y.explicit_start = f.explicit_start
@@ -138,7 +168,9 @@ _UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")
 
 
 def _styled(old: Any, new: Any) -> Any:
-    """Keep the quoting of a replaced string scalar; turn plain containers into round-trip ones."""
+    """Keep the quoting of a replaced string scalar; quote what YAML 1.1 readers would retype;
+    turn plain containers into round-trip ones.
+    """
     if isinstance(new, str) and not isinstance(new, ScalarString):
         if any(c in new for c in _UNICODE_BREAKS):
             return DoubleQuotedScalarString(
@@ -157,10 +189,12 @@ def _styled(old: Any, new: Any) -> Any:
         if len(new) > 1 and new[0] in "?:" and new[1] not in " \t":
             # ruamel writes '?0' / ':0' plain, which its own parser refuses inside flow collections
             return DoubleQuotedScalarString(new)
+        if needs_quotes(new):
+            return SingleQuotedScalarString(new)  # a plain `no` is false to Helm and kubectl
     if isinstance(new, dict):
         m = CommentedMap()
         for k, v in new.items():
-            m[k] = _styled(None, v)
+            m[_styled(None, k) if isinstance(k, str) else k] = _styled(None, v)
         return m
     if isinstance(new, list):
         return CommentedSeq([_styled(None, v) for v in new])

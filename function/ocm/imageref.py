@@ -13,8 +13,10 @@ ocm-controller fed every localized reference through ``name.ParseReference`` wit
 ``Name()`` and ``Identifier()`` into the manifests. A ConfigData written for upstream must
 get the same strings here, including the quirks: the tag is dropped from ``Name()`` when a
 digest is present, ``docker.io`` becomes ``index.docker.io``, single-segment Docker Hub
-names gain ``library/``, a missing tag becomes ``latest``, and only a first segment holding
-``.`` or ``:`` is a registry (so ``localhost/x`` is a Docker Hub repository, as in ggcr).
+names gain ``library/``, a missing tag becomes ``latest``, and only a first segment that is
+``localhost`` or holds ``.`` or ``:`` is a registry (``localhost/x`` is on registry
+``localhost``: ggcr v0.21.7, the version ocm-controller v0.32.0 builds with,
+``pkg/name/repository.go`` ``NewRepository``; older ggcr read it as a Docker Hub repository).
 The OCM library's own split-at-first-colon is *not* reproduced: it breaks on registry ports.
 One deliberate deviation: ggcr wants repositories of at least 2 characters; we accept 1
 (``localhost:5000/x:1``), where upstream would have failed the whole localization; and a
@@ -132,7 +134,7 @@ def _repository(base: str, where: str, ref: str) -> tuple[str, str]:
         raise BadReference(where, f"image reference {ref!r}: a repository name must be specified")
     registry, repo = "", base
     first, sep, rest = base.partition("/")
-    if sep and ("." in first or ":" in first):
+    if sep and (first == "localhost" or "." in first or ":" in first):
         registry, repo = first, rest
     _check("repository", repo, _REPO_CHARS, 1, 255, where, ref)
     return _registry(registry, where, ref), repo
