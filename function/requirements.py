@@ -114,7 +114,8 @@ class Resolved:
 
 def requirements_for(spec: Spec, identity: Identity, policy: Policy | None = None) -> Requirements:
     """The target Namespaces, the deploy namespace the claim composes (with ``policy``), and
-    the values ConfigMap."""
+    the values ConfigMap.
+    """
     cm = None
     if spec.values and spec.values.configMapRef:
         cm = (values_namespace(spec, identity), spec.values.configMapRef.name)

@@ -21,8 +21,8 @@ from typing import Any
 
 from function.api.claim import Spec
 from function.api.policy import Policy
-from function.compose.admission import oci_repository_reference
 from function.cache import Cache, unrepeatable
+from function.compose.admission import oci_repository_reference
 from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
 from function.ocm.fetch import load_resources, resolve_version
 from function.ocm.location import Location, open_source, parse_location, parse_repository

@@ -48,7 +48,10 @@ def test_one_claims_objects_of_a_kind_never_share_a_name_across_namespaces() -> 
     n = ObjectNames(Identity("team-a", "podinfo", "podinfo", True, "team-a"))
     roles = {n.role(ns) for ns in ("a", "b", "deploy", "team-a--web")} | {n.helm_storage_role}
     assert len(roles) == 5
-    es = {n.pull_externalsecret(ns) for ns in ("a", "b")} | {n.service_externalsecret("a", "db"), n.service_externalsecret("b", "db")}
+    es = {n.pull_externalsecret(ns) for ns in ("a", "b")} | {
+        n.service_externalsecret("a", "db"),
+        n.service_externalsecret("b", "db"),
+    }
     assert len(es) == 4
 
 
@@ -57,24 +60,50 @@ def test_keys_cannot_meet() -> None:
     combos = [("a", "b-c"), ("a-b", "c"), ("a", "b.c"), ("a.b", "c")]
     keys = {names.key("externalsecret", ns, s) for ns, s in combos if "." not in ns}
     assert len(keys) == 3
-    fixed = {"deploy-namespace", "serviceaccount-deployer", "role-deploy", "rolebinding-deploy", "externalsecret-repository"}
+    fixed = {
+        "deploy-namespace",
+        "serviceaccount-deployer",
+        "role-deploy",
+        "rolebinding-deploy",
+        "externalsecret-repository",
+    }
     assert all("." not in k for k in fixed)
     for ns in ("deploy", "repository", "pull", "deployer"):
         assert names.legacy_key("namespace", ns) not in fixed
-        assert names.key("role", ns) not in fixed and names.key("externalsecret-pull", ns) not in fixed
+        assert (
+            names.key("role", ns) not in fixed and names.key("externalsecret-pull", ns) not in fixed
+        )
     long = names.key("externalsecret", "n" * 63, "s" * 253)
     assert len(long) <= 253 and long != names.key("externalsecret", "n" * 63, "s" * 252 + "t")
 
 
-@pytest.mark.parametrize("key", ["apps/team-a/db", "apps/team-a/db_v2.prod", "arn:aws:x/team-a/y", "a@b=c+d"])
+@pytest.mark.parametrize(
+    "key", ["apps/team-a/db", "apps/team-a/db_v2.prod", "arn:aws:x/team-a/y", "a@b=c+d"]
+)
 def test_plain_keys_pass(key: str) -> None:
     remotekeys.segments(key, "k")
 
 
 @pytest.mark.parametrize(
     "key",
-    ["apps/%2e%2e/x", "apps\\x", "apps/\x00", "apps/a\nb", "apps/\t", "apps/\uff0e\uff0e/x", "apps\uff0fx", "apps\u2215x",
-     "apps/\u2024", "/apps", "apps/", "apps//x", "apps/./x", "apps/..", "apps/ x", "apps/é"],
+    [
+        "apps/%2e%2e/x",
+        "apps\\x",
+        "apps/\x00",
+        "apps/a\nb",
+        "apps/\t",
+        "apps/\uff0e\uff0e/x",
+        "apps\uff0fx",
+        "apps\u2215x",
+        "apps/\u2024",
+        "/apps",
+        "apps/",
+        "apps//x",
+        "apps/./x",
+        "apps/..",
+        "apps/ x",
+        "apps/é",
+    ],
 )
 def test_keys_a_prefix_check_cannot_reason_about_are_refused(key: str) -> None:
     with pytest.raises(PolicyViolation):
@@ -85,9 +114,15 @@ def test_prefixes_match_whole_segments() -> None:
     ident = Identity("team", "podinfo", "podinfo", True, "team")
     below = remotekeys.prefix("apps/{claimNamespace}/", ident, "p")
     exact = remotekeys.prefix("apps/{claimNamespace}", ident, "p")
-    assert remotekeys.covered(["apps", "team", "db"], below) and not remotekeys.covered(["apps", "team"], below)
-    assert remotekeys.covered(["apps", "team"], exact) and remotekeys.covered(["apps", "team", "x"], exact)
-    assert not remotekeys.covered(["apps", "team-a", "db"], exact) and not remotekeys.covered(["apps", "team-a", "db"], below)
+    assert remotekeys.covered(["apps", "team", "db"], below) and not remotekeys.covered(
+        ["apps", "team"], below
+    )
+    assert remotekeys.covered(["apps", "team"], exact) and remotekeys.covered(
+        ["apps", "team", "x"], exact
+    )
+    assert not remotekeys.covered(["apps", "team-a", "db"], exact) and not remotekeys.covered(
+        ["apps", "team-a", "db"], below
+    )
 
 
 def _may_create(tenant: str, name: str) -> bool:
@@ -112,7 +147,11 @@ def test_every_new_name_has_at_most_one_tenant() -> None:
 
 
 @settings(PROFILE)
-@given(t1=dns_label, t2=dns_label, suffix=st.from_regex(r"[a-z0-9]{1,8}(-[a-z0-9]{1,8})?", fullmatch=True))
+@given(
+    t1=dns_label,
+    t2=dns_label,
+    suffix=st.from_regex(r"[a-z0-9]{1,8}(-[a-z0-9]{1,8})?", fullmatch=True),
+)
 def test_tenant_space_is_disjoint(t1: str, t2: str, suffix: str) -> None:
     name = f"{t1}--{suffix}"
     if t1 != t2 and len(name) <= 63:
@@ -122,21 +161,44 @@ def test_tenant_space_is_disjoint(t1: str, t2: str, suffix: str) -> None:
 def test_deploy_namespace_pattern_is_reserved() -> None:
     policy = Policy()
     assert tenancy.reserved_pattern(policy) == "sack8s-*"
-    assert tenancy.reserved_pattern(Policy.model_validate({"deployNamespace": {"shared": "x"}})) is None
+    assert (
+        tenancy.reserved_pattern(Policy.model_validate({"deployNamespace": {"shared": "x"}}))
+        is None
+    )
 
 
 def test_namespaced_xr_and_forged_tenant_labels() -> None:
     """A namespaced XR is the team's object: only its namespace is trusted. A claim's XR never
     honours sack8s.io/tenant (Crossplane copies a claim's labels to its XR)."""
-    forged = {"metadata": {"name": "x", "namespace": "team-b", "labels": {"crossplane.io/claim-namespace": "team-a",
-                                                                          "crossplane.io/claim-name": "x", "sack8s.io/tenant": "team-a"}},
-              "spec": {"claimRef": {"namespace": "team-a", "name": "x"}}}
+    forged = {
+        "metadata": {
+            "name": "x",
+            "namespace": "team-b",
+            "labels": {
+                "crossplane.io/claim-namespace": "team-a",
+                "crossplane.io/claim-name": "x",
+                "sack8s.io/tenant": "team-a",
+            },
+        },
+        "spec": {"claimRef": {"namespace": "team-a", "name": "x"}},
+    }
     assert identity_of(forged).tenant == "team-b"
-    claim_xr = {"metadata": {"name": "x-1", "labels": {"crossplane.io/claim-namespace": "team-b", "crossplane.io/claim-name": "x",
-                                                       "sack8s.io/tenant": "team-a"}}}
+    claim_xr = {
+        "metadata": {
+            "name": "x-1",
+            "labels": {
+                "crossplane.io/claim-namespace": "team-b",
+                "crossplane.io/claim-name": "x",
+                "sack8s.io/tenant": "team-a",
+            },
+        }
+    }
     assert identity_of(claim_xr).tenant == "team-b"
     ops_xr = {"metadata": {"name": "svc", "labels": {"sack8s.io/tenant": "team-a"}}}
-    assert identity_of(ops_xr).tenant == "team-a" and identity_of({"metadata": {"name": "svc"}}).tenant == "svc"
+    assert (
+        identity_of(ops_xr).tenant == "team-a"
+        and identity_of({"metadata": {"name": "svc"}}).tenant == "svc"
+    )
 
 
 def test_label_values_fit() -> None:

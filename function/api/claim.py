@@ -37,8 +37,8 @@ class ComponentRef(Model):
         max_length=255,
     )
     version: str = Field(
-        description="Exact version (6.2.0) or a semver range (>=6.2.0 <7, ~6.2, ^6). The "
-        "resolved version is reported in status.component.version.",
+        description="Exact version (6.2.0) or a semver range (>=6.2.0 <7, ~6.2, ^6). The resolved "
+        "version is reported in status.component.version.",
         min_length=1,
         max_length=128,
     )
@@ -124,8 +124,8 @@ class RemoteRef(Model):
     key: str = Field(
         min_length=1,
         max_length=1024,
-        description="Key in the secret store: plain ASCII segments (letters, digits, - _ . + = @ :) "
-        "joined by '/', under a prefix ops policy allows.",
+        description="Key in the secret store: plain ASCII segments (letters, digits, - _ . + = @ "
+        ":) joined by '/', under a prefix ops policy allows.",
     )
     property: str | None = Field(default=None, max_length=253)
     version: str | None = Field(default=None, max_length=253)
@@ -264,8 +264,7 @@ class StatusConfigData(Model):
     unusedValues: list[str] = Field(
         default_factory=list,
         description="Paths of claim values that no configuration rule consumes for the deployed "
-        "resource: "
-        "they reach nothing.",
+        "resource: they reach nothing.",
     )
 
 

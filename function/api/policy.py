@@ -67,21 +67,22 @@ DEFAULT_TENANT_LABEL = "sack8s.io/tenant"
 class NamespacePolicy(Model):
     allowPattern: str = Field(
         default=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        description="Regular expression (full match) every target namespace must match, whatever its "
-        "mode; {claimNamespace} (the claim's tenant) and {claimName} are replaced, regex-escaped.",
+        description="Regular expression (full match) every target namespace must match, whatever "
+        "its mode; {claimNamespace} (the claim's tenant) and {claimName} are replaced, "
+        "regex-escaped.",
     )
     tenantPattern: str = Field(
         default=DEFAULT_TENANT_PATTERN,
-        description="Regular expression (full match) for the names a claim may create (mode create, "
-        "or adopt of a namespace that does not exist yet); {claimNamespace} is the claim's tenant "
-        "(its namespace), {claimName} its name, both regex-escaped. The default, "
+        description="Regular expression (full match) for the names a claim may create (mode "
+        "create, or adopt of a namespace that does not exist yet); {claimNamespace} is the claim's "
+        "tenant (its namespace), {claimName} its name, both regex-escaped. The default, "
         "<tenant>--<suffix> with no '--' in the suffix, gives every name exactly one tenant.",
     )
     tenantLabel: str = Field(
         default=DEFAULT_TENANT_LABEL,
-        description="Label ops put on a namespace they hand to a tenant (value: the tenant, i.e. the "
-        "claims' namespace). existing and adopt reach only the claim's own namespace and namespaces "
-        "carrying this label with the claim's tenant; created namespaces get it too.",
+        description="Label ops put on a namespace they hand to a tenant (value: the tenant, i.e. "
+        "the claims' namespace). existing and adopt reach only the claim's own namespace and "
+        "namespaces carrying this label with the claim's tenant; created namespaces get it too.",
         pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
         max_length=316,
     )
@@ -92,8 +93,9 @@ class NamespacePolicy(Model):
     )
     allowAdopt: bool = Field(
         default=False,
-        description="Whether claims may adopt existing namespaces (only their tenant's, never one another "
-        "claim owns, never the claim's own namespace; deleting the claim deletes an adopted namespace).",
+        description="Whether claims may adopt existing namespaces (only their tenant's, never one "
+        "another claim owns, never the claim's own namespace; deleting the claim deletes an "
+        "adopted namespace).",
     )
     podSecurity: dict[str, str] = Field(
         default_factory=lambda: {
@@ -110,10 +112,10 @@ class NamespacePolicy(Model):
 class DeployNamespacePolicy(Model):
     pattern: str = Field(
         default="sack8s-{claim}",
-        description="Name of the per-claim deploy namespace; {claim} (exactly once) becomes "
-        "<claim namespace>-<claim name> cut to fit, then '-' and a 100-bit hash of both, so the "
-        "name is unique per claim and at most 63 characters. Target namespaces matching the pattern "
-        "(with {claim} as a wildcard) are reserved: no claim may create or use them.",
+        description="Name of the per-claim deploy namespace; {claim} (exactly once) becomes <claim "
+        "namespace>-<claim name> cut to fit, then '-' and a 100-bit hash of both, so the name is "
+        "unique per claim and at most 63 characters. Target namespaces matching the pattern (with "
+        "{claim} as a wildcard) are reserved: no claim may create or use them.",
     )
     shared: str | None = Field(
         default=None,
@@ -143,11 +145,14 @@ class RegistryPolicy(Model):
 
 
 class ImageRegistryPolicy(Model):
-    host: str = Field(description="Registry host[:port] images may be pulled from (exact match).", min_length=1)
+    host: str = Field(
+        description="Registry host[:port] images may be pulled from (exact match).", min_length=1
+    )
     pullCredential: bool = Field(
         default=False,
-        description="Key the claim's credentials.pull to this host in the pull secret. Never set it for "
-        "a registry ops do not run: the kubelet hands the credential to whoever serves the host.",
+        description="Key the claim's credentials.pull to this host in the pull secret. Never set "
+        "it for a registry ops do not run: the kubelet hands the credential to whoever serves the "
+        "host.",
     )
 
 
@@ -167,8 +172,8 @@ class SecretStorePolicy(Model):
         description="Remote keys claims may read must lie under one of these, compared in whole "
         "'/'-separated segments (apps/team-a covers apps/team-a/db, never apps/team-ab/db; with a "
         "trailing '/', only keys below it); {claimNamespace} (the claim's tenant) and {claimName} "
-        "are replaced. Keys are plain ASCII (letters, digits, - _ . + = @ :), no empty, '.' or '..' "
-        "segments. Empty: no key is allowed.",
+        "are replaced. Keys are plain ASCII (letters, digits, - _ . + = @ :), no empty, '.' or "
+        "'..' segments. Empty: no key is allowed.",
     )
 
 
@@ -262,8 +267,8 @@ class Policy(Model):
     )
     imageRegistries: list[ImageRegistryPolicy] | None = Field(
         default=None,
-        description="Registries the component's images may come from. Default: the hosts in registries, "
-        "each accepting the pull credential. An image from any other host is refused.",
+        description="Registries the component's images may come from. Default: the hosts in "
+        "registries, each accepting the pull credential. An image from any other host is refused.",
     )
     mirrors: list[MirrorPolicy] = Field(default_factory=list)
     secretStores: list[SecretStorePolicy] = Field(default_factory=list)

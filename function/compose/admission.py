@@ -43,27 +43,42 @@ HELM_STORAGE_PREFIX = "sh.helm.release.v1."
 
 def deploy_namespace(policy: Policy, identity: Identity) -> str:
     """The claim's deploy namespace: the policy's pattern with ``{claim}`` replaced by
-    ``<claim namespace>-<claim name>`` (cut to fit) and a 100-bit hash of the identity."""
+    ``<claim namespace>-<claim name>`` (cut to fit) and a 100-bit hash of the identity.
+    """
     if not identity.name:
-        raise InvalidClaim("metadata.name", "the XR has no name to derive the composed objects' names from")
+        raise InvalidClaim(
+            "metadata.name", "the XR has no name to derive the composed objects' names from"
+        )
     shared = policy.deployNamespace.shared
     if shared:
         if not _DNS_LABEL.match(shared) or len(shared) > names.NAMESPACE_MAX:
-            raise InvalidPolicy("deployNamespace.shared", f"{shared[:80]!r} is not a namespace name")
+            raise InvalidPolicy(
+                "deployNamespace.shared", f"{shared[:80]!r} is not a namespace name"
+            )
         return shared
     pattern = policy.deployNamespace.pattern
     if pattern.count("{claim}") != 1 or re.search(r"[{}]", pattern.replace("{claim}", "")):
-        raise InvalidPolicy("deployNamespace.pattern", f"{pattern[:80]!r} must contain {{claim}} exactly once and no other placeholder")
+        raise InvalidPolicy(
+            "deployNamespace.pattern",
+            f"{pattern[:80]!r} must contain {{claim}} exactly once and no other placeholder",
+        )
     head, tail = pattern.split("{claim}")
     h = identity.digest("deploy-namespace")
     room = names.NAMESPACE_MAX - len(head) - len(tail) - len(h) - 1
     if room < 0:
-        raise InvalidPolicy("deployNamespace.pattern", f"{pattern[:80]!r} leaves no room for the claim's hash in 63 characters")
-    readable = names.readable(f"{identity.namespace}-{identity.name}" if identity.namespace else identity.name)
+        raise InvalidPolicy(
+            "deployNamespace.pattern",
+            f"{pattern[:80]!r} leaves no room for the claim's hash in 63 characters",
+        )
+    readable = names.readable(
+        f"{identity.namespace}-{identity.name}" if identity.namespace else identity.name
+    )
     readable = readable[:room].rstrip("-")
     name = f"{head}{readable}-{h}{tail}" if readable else f"{head}{h}{tail}"
     if not _DNS_LABEL.match(name):
-        raise InvalidPolicy("deployNamespace.pattern", f"{pattern[:80]!r} gives no usable namespace name ({name!r})")
+        raise InvalidPolicy(
+            "deployNamespace.pattern", f"{pattern[:80]!r} gives no usable namespace name ({name!r})"
+        )
     return name
 
 
@@ -75,9 +90,11 @@ def owned_deploy_namespace(policy: Policy, identity: Identity) -> str | None:
     return None if policy.deployNamespace.shared else deploy_namespace(policy, identity)
 
 
-def check_namespaces(spec: Spec, policy: Policy, deploy_ns: str, identity: Identity | None = None) -> None:
+def check_namespaces(
+    spec: Spec, policy: Policy, deploy_ns: str, identity: Identity | None = None
+) -> None:
     """Name-only tenancy checks (tenancy.py); the live ones run when Namespaces are composed."""
-    tenancy.check_names(spec, policy, identity or Identity("", "", "", False), deploy_ns)
+    tenancy.check_names(spec, policy, identity or Identity("", "", "", is_claim=False), deploy_ns)
     hit = tenancy.forbidden_pattern(policy, deploy_ns)
     if hit:
         raise InvalidPolicy(
@@ -95,7 +112,8 @@ REPOSITORY_FORM = (
 
 def oci_repository_reference(text: str, where: str = "spec.component.repository") -> str:
     """The claim's repository spelled as an explicit OCI reference (``oci::...``), decided on
-    the text alone: anything else is one message, before any path could be looked at."""
+    the text alone: anything else is one message, before any path could be looked at.
+    """
     rest = text.strip()
     if "::" in rest:
         typ, rest = rest.split("::", 1)
@@ -127,8 +145,9 @@ def check_deploy_path(spec: Spec) -> None:
         if not _PATH_SEGMENT.match(seg) or seg in (".", ".."):
             raise PolicyViolation(
                 "spec.deploy.path",
-                f"{path[:80]!r} must be a path inside the deployed resource: relative, segments of letters, "
-                "digits, '.', '_' and '-', no '..' or empty segments, no backslashes or control characters",
+                f"{path[:80]!r} must be a path inside the deployed resource: relative, segments "
+                "of letters, digits, '.', '_' and '-', no '..' or empty segments, no backslashes "
+                "or control characters",
             )
 
 
@@ -164,11 +183,20 @@ def check_remote_key(
     store = _store(policy, ref, store_where)
     parts = remotekeys.segments(key, where)
     allowed = [
-        remotekeys.prefix(p, identity, f"input secretStores[{store.name}].remoteKeyPrefixes") for p in store.remoteKeyPrefixes
+        remotekeys.prefix(p, identity, f"input secretStores[{store.name}].remoteKeyPrefixes")
+        for p in store.remoteKeyPrefixes
     ]
     if not any(remotekeys.covered(parts, a) for a in allowed):
-        shown = ", ".join(repr("/".join(segs) + ("/" if below else "")) for segs, below in allowed if segs) or "none"
-        raise PolicyViolation(where, f"remote key {key!r} is outside the prefixes allowed for store {ref.name!r} ({shown})")
+        shown = (
+            ", ".join(
+                repr("/".join(segs) + ("/" if below else "")) for segs, below in allowed if segs
+            )
+            or "none"
+        )
+        raise PolicyViolation(
+            where,
+            f"remote key {key!r} is outside the prefixes allowed for store {ref.name!r} ({shown})",
+        )
 
 
 def _check_ref_fields(ref: object, where: str) -> None:
@@ -181,7 +209,9 @@ def _check_ref_fields(ref: object, where: str) -> None:
 def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
     targets = {ns.name for ns in spec.namespaces}
     seen: set[tuple[str, str]] = set()
-    pull_secret = ObjectNames(identity).pull_secret if spec.credentials and spec.credentials.pull else None
+    pull_secret = (
+        ObjectNames(identity).pull_secret if spec.credentials and spec.credentials.pull else None
+    )
     for i, s in enumerate(spec.secrets):
         base = f"spec.secrets[{i}]"
         ns = s.namespace or spec.primary_namespace
@@ -193,9 +223,15 @@ def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
             raise PolicyViolation(f"{base}.name", f"secret {ns}/{s.name} is listed twice")
         seen.add((ns, s.name))
         if s.name == pull_secret:
-            raise PolicyViolation(f"{base}.name", f"secret {ns}/{s.name} is the image pull secret the function composes")
+            raise PolicyViolation(
+                f"{base}.name",
+                f"secret {ns}/{s.name} is the image pull secret the function composes",
+            )
         if s.name.startswith(HELM_STORAGE_PREFIX):
-            raise PolicyViolation(f"{base}.name", f"secret names starting with {HELM_STORAGE_PREFIX!r} are Helm's release state")
+            raise PolicyViolation(
+                f"{base}.name",
+                f"secret names starting with {HELM_STORAGE_PREFIX!r} are Helm's release state",
+            )
         if not s.data and not s.dataFrom:
             raise PolicyViolation(base, "a secret needs at least one data or dataFrom entry")
         _store(policy, s.storeRef, f"{base}.storeRef")
@@ -210,7 +246,9 @@ def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
             )
             _check_ref_fields(d.remoteRef, f"{base}.data[{j}].remoteRef")
         for j, d in enumerate(s.dataFrom):
-            check_remote_key(policy, identity, s.storeRef, d.key, f"{base}.dataFrom[{j}].key", f"{base}.storeRef")
+            check_remote_key(
+                policy, identity, s.storeRef, d.key, f"{base}.dataFrom[{j}].key", f"{base}.storeRef"
+            )
             _check_ref_fields(d, f"{base}.dataFrom[{j}]")
     creds = spec.credentials
     for field in ("pull", "repository"):

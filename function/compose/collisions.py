@@ -15,7 +15,8 @@ every desired state before it is returned:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from function.errors import InvalidClaim
 
@@ -24,7 +25,9 @@ def merge(into: dict[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]) ->
     for key, obj in new.items():
         if key in into:
             raise InvalidClaim(
-                "spec", f"two composed objects have the composition-resource key {key!r} ({_describe(into[key])}, {_describe(obj)})"
+                "spec",
+                f"two composed objects have the composition-resource key {key!r} "
+                f"({_describe(into[key])}, {_describe(obj)})",
             )
         into[key] = obj
 
@@ -45,11 +48,17 @@ def check(desired: Mapping[str, Mapping[str, Any]]) -> None:
         ident = (obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"), meta.get("name"))
         for table, k, what in (
             (full, ident, "the same identity"),
-            (blind, (ident[0], ident[1], ident[3]), "one name (Crossplane v2.2.4 cannot tell them apart)"),
+            (
+                blind,
+                (ident[0], ident[1], ident[3]),
+                "one name (Crossplane v2.2.4 cannot tell them apart)",
+            ),
         ):
             if k in table:
                 raise InvalidClaim(
-                    "spec", f"composed objects {table[k]!r} and {key!r} have {what}: {_describe(desired[table[k]])}, {_describe(obj)}"
+                    "spec",
+                    f"composed objects {table[k]!r} and {key!r} have {what}: "
+                    f"{_describe(desired[table[k]])}, {_describe(obj)}",
                 )
             table[k] = key
         if obj.get("kind") == "ExternalSecret":
@@ -57,6 +66,8 @@ def check(desired: Mapping[str, Mapping[str, Any]]) -> None:
             sk = (meta.get("namespace"), target)
             if sk in secrets:
                 raise InvalidClaim(
-                    "spec", f"ExternalSecrets {secrets[sk]!r} and {key!r} both write Secret {sk[0]}/{sk[1]}"
+                    "spec",
+                    f"ExternalSecrets {secrets[sk]!r} and {key!r} both write Secret "
+                    f"{sk[0]}/{sk[1]}",
                 )
             secrets[sk] = key

@@ -46,7 +46,8 @@ class Context:
     @property
     def helm_storage_namespace(self) -> str:
         """Where Helm keeps release state: the per-claim deploy namespace; with a shared one, the
-        first target namespace (no deployer may touch Secrets in a shared namespace)."""
+        first target namespace (no deployer may touch Secrets in a shared namespace).
+        """
         return self.deploy_namespace if self.owns_deploy_namespace else self.primary_namespace
 
     def meta(self, name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -223,7 +223,9 @@ def compose(inp: CoreInput) -> CoreOutput:
     )
     image_list = _images(inp, table)
     mutation = _mutation(inp, flavour, deployable, cd, table)
-    image_hosts = images.pull_secret_hosts(spec, policy, _image_hosts(inp, table), inp.repository.host)
+    image_hosts = images.pull_secret_hosts(
+        spec, policy, _image_hosts(inp, table), inp.repository.host
+    )
 
     desired: dict[str, dict[str, Any]] = {}
     collisions.merge(desired, namespaces.build(ctx, inp.existing_namespaces, inp.observed))
@@ -253,8 +255,14 @@ def compose(inp: CoreInput) -> CoreOutput:
         )
     # Usages are built as if the Flux release were composed; while it is withheld, only the
     # ones already observed stay (never dropped because a dependency is not ready).
-    for key, usage in usages.build(ctx, {**desired, **flux_objs}, flux.key_release(flavour)).items():
-        if flux_key is not None or key in inp.observed or usage["spec"]["by"]["kind"] != flux.kind_of(flavour):
+    for key, usage in usages.build(
+        ctx, {**desired, **flux_objs}, flux.key_release(flavour)
+    ).items():
+        if (
+            flux_key is not None
+            or key in inp.observed
+            or usage["spec"]["by"]["kind"] != flux.kind_of(flavour)
+        ):
             collisions.merge(desired, {key: usage})
     collisions.check(desired)
 

@@ -65,11 +65,12 @@ def docker_config_template(hosts: Iterable[str]) -> str:
 
 def docker_config_filter(hosts: Iterable[str]) -> str:
     """A Go template that keeps only ``hosts`` of a complete docker config JSON from the store:
-    the store's value may name any registry, the Secret is keyed to the policy's hosts only."""
+    the store's value may name any registry, the Secret is keyed to the policy's hosts only.
+    """
     picked = " ".join(f'"{h}"' for h in sorted(set(hosts)))
     return (
         '{{- $auths := get (.dockerconfigjson | toString | fromJson) "auths" -}}'
-        "{{ dict \"auths\" (pick $auths " + picked + ") | toJson }}"
+        '{{ dict "auths" (pick $auths ' + picked + ") | toJson }}"
     )
 
 
@@ -135,7 +136,12 @@ def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
         # image_hosts: only hosts the policy lets receive the pull credential (images.py).
         for ns in ctx.targets:
             out[key_pull(ns.name)] = _registry_secret(
-                ctx, ctx.names.pull_externalsecret(ns.name), ctx.pull_secret_name, ns.name, creds.pull, image_hosts
+                ctx,
+                ctx.names.pull_externalsecret(ns.name),
+                ctx.pull_secret_name,
+                ns.name,
+                creds.pull,
+                image_hosts,
             )
     for i, s in enumerate(ctx.spec.secrets):
         ns = s.namespace or ctx.primary_namespace

@@ -89,7 +89,11 @@ def owner_of(obj: Mapping[str, Any] | None) -> str | None:
     labels = meta.get("labels") or {}
     if ann.get(names.ANNOTATION_CLAIM_NAME):
         ns = ann.get(names.ANNOTATION_CLAIM_NAMESPACE)
-        return f"{ns}/{ann[names.ANNOTATION_CLAIM_NAME]}" if ns else f"XR {ann[names.ANNOTATION_CLAIM_NAME]}"
+        return (
+            f"{ns}/{ann[names.ANNOTATION_CLAIM_NAME]}"
+            if ns
+            else f"XR {ann[names.ANNOTATION_CLAIM_NAME]}"
+        )
     owner = labels.get(names.LABEL_OWNER)
     return str(owner) if owner else None
 
@@ -99,7 +103,9 @@ def _xr_tenant(labels: Mapping[str, Any], xr_name: str) -> str:
     if raw is None:
         return xr_name if _DNS_LABEL.match(xr_name) and len(xr_name) <= 63 else ""
     if not isinstance(raw, str) or not _DNS_LABEL.match(raw) or len(raw) > 63:
-        raise InvalidClaim(f"metadata.labels[{LABEL_XR_TENANT}]", f"{str(raw)[:80]!r} is not a namespace name")
+        raise InvalidClaim(
+            f"metadata.labels[{LABEL_XR_TENANT}]", f"{str(raw)[:80]!r} is not a namespace name"
+        )
     return raw
 
 
@@ -119,5 +125,7 @@ def identity_of(xr: Mapping[str, Any]) -> Identity:
         return Identity(ns, str(ref["name"]), xr_name, is_claim=True, tenant=ns)
     if labels.get("crossplane.io/claim-name") and labels.get("crossplane.io/claim-namespace"):
         ns = str(labels["crossplane.io/claim-namespace"])
-        return Identity(ns, str(labels["crossplane.io/claim-name"]), xr_name, is_claim=True, tenant=ns)
+        return Identity(
+            ns, str(labels["crossplane.io/claim-name"]), xr_name, is_claim=True, tenant=ns
+        )
     return Identity("", xr_name, xr_name, is_claim=False, tenant=_xr_tenant(labels, xr_name))

@@ -46,7 +46,8 @@ def allowlisted(table: ImageTable, policy: Policy, where: str) -> ImageTable:
     """
     hosts = allowed_hosts(policy)
     out = {}
-    for key, entry in table.items():
+    for key, original in table.items():
+        entry = original
         if entry.error is None and entry.parsed is not None:
             written = entry.parsed.host.lower()
             host = written or DOCKER_HUB
@@ -64,9 +65,12 @@ def allowlisted(table: ImageTable, policy: Policy, where: str) -> ImageTable:
     return MappingProxyType(out)
 
 
-def pull_secret_hosts(spec: Spec, policy: Policy, image_hosts: Iterable[str], repository_host: str) -> list[str]:
+def pull_secret_hosts(
+    spec: Spec, policy: Policy, image_hosts: Iterable[str], repository_host: str
+) -> list[str]:
     """The hosts the pull secret is keyed to: the component's image hosts that may receive the
-    pull credential, else the component registry when it may; never an empty set."""
+    pull credential, else the component registry when it may; never an empty set.
+    """
     may = set(pull_credential_hosts(policy))
     hosts = sorted({(h.lower() or DOCKER_HUB) for h in image_hosts} & may)
     if not hosts and repository_host.lower() in may:

@@ -47,7 +47,8 @@ _DOMAIN = "sack8s/names/v2"
 
 def digest(*parts: str) -> str:
     """``HASH_CHARS`` base32 characters of SHA-256 over the parts, length-prefixed (injective
-    encoding: no choice of parts can shift a boundary)."""
+    encoding: no choice of parts can shift a boundary).
+    """
     h = hashlib.sha256()
     for p in (_DOMAIN, *parts):
         data = p.encode()

@@ -58,9 +58,14 @@ def build(
     out: dict[str, dict[str, Any]] = {}
     if ctx.owns_deploy_namespace:
         tenancy.check_deploy_namespace(
-            ctx.identity, ctx.deploy_namespace, existing.get(ctx.deploy_namespace), key_deploy() in observed
+            ctx.identity,
+            ctx.deploy_namespace,
+            existing.get(ctx.deploy_namespace),
+            observed=key_deploy() in observed,
         )
-        out[key_deploy()] = _namespace(ctx, ctx.deploy_namespace, {names.LABEL_DEPLOY_NAMESPACE: "true"})
+        out[key_deploy()] = _namespace(
+            ctx, ctx.deploy_namespace, {names.LABEL_DEPLOY_NAMESPACE: "true"}
+        )
     tenant = {ctx.policy.namespaces.tenantLabel: ctx.identity.tenant}
     for ns in ctx.targets:
         if ns.mode != "existing":

@@ -22,7 +22,9 @@ class ObjectNames:
     identity: Identity
 
     def _name(self, role: str, *scope: str, limit: int = names.NAME_MAX) -> str:
-        return names.hashed(f"{self.identity.name}-{role}", self.identity.digest(role, *scope), limit)
+        return names.hashed(
+            f"{self.identity.name}-{role}", self.identity.digest(role, *scope), limit
+        )
 
     @property
     def serviceaccount(self) -> str:
@@ -34,7 +36,7 @@ class ObjectNames:
 
     @property
     def helm_storage_role(self) -> str:
-        """The Role (and RoleBinding) on Helm's release Secrets in the per-claim deploy namespace."""
+        """The Role (and RoleBinding) on Helm's release Secrets in a per-claim deploy namespace."""
         return self._name("helm-storage")
 
     @property
@@ -50,13 +52,20 @@ class ObjectNames:
         return self._name("pull", namespace)
 
     def service_externalsecret(self, namespace: str, secret: str) -> str:
-        return names.hashed(f"{self.identity.name}-{secret}", self.identity.digest("secret", namespace, secret))
+        return names.hashed(
+            f"{self.identity.name}-{secret}", self.identity.digest("secret", namespace, secret)
+        )
 
     @property
     def deployment(self) -> str:
         """OCM Repository/Component/Resource, OCIRepository, HelmRelease/Kustomization and the
-        Helm release: one object of each kind per claim, so one name (within the 53 of Helm)."""
-        return names.hashed(self.identity.name, self.identity.digest("deployment"), names.RELEASE_NAME_MAX)
+        Helm release: one object of each kind per claim, so one name (within the 53 of Helm).
+        """
+        return names.hashed(
+            self.identity.name, self.identity.digest("deployment"), names.RELEASE_NAME_MAX
+        )
 
     def usage(self, key: str, of_kind: str) -> str:
-        return names.hashed(f"{self.identity.name}-{of_kind.lower()}", self.identity.digest("usage", key))
+        return names.hashed(
+            f"{self.identity.name}-{of_kind.lower()}", self.identity.digest("usage", key)
+        )

@@ -67,7 +67,9 @@ def _role_pair(
         "kind": "RoleBinding",
         "metadata": ctx.meta(name, namespace),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": ctx.deployer_name, "namespace": ctx.deploy_namespace}],
+        "subjects": [
+            {"kind": "ServiceAccount", "name": ctx.deployer_name, "namespace": ctx.deploy_namespace}
+        ],
     }
     return role, binding
 

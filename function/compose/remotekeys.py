@@ -1,4 +1,4 @@
-"""Remote keys a claim may read from a secret store: a syntax a prefix check can reason about.
+r"""Remote keys a claim may read from a secret store: a syntax a prefix check can reason about.
 
 Stores resolve keys their own way -- Vault puts them in a URL path (``%2e%2e`` becomes ``..``),
 some providers treat ``\\`` as a separator, Unicode look-alikes of ``.`` and ``/`` normalise
@@ -19,7 +19,9 @@ from function.errors import InvalidPolicy, PolicyViolation
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9_.+=@:-]+$")
 _ALLOWED = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+=@:-/")
-RULE = "plain ASCII segments (letters, digits, - _ . + = @ :) joined by '/', none empty, '.' or '..'"
+RULE = (
+    "plain ASCII segments (letters, digits, - _ . + = @ :) joined by '/', none empty, '.' or '..'"
+)
 
 
 def _describe(ch: str) -> str:
@@ -37,10 +39,16 @@ def segments(key: str, where: str, error: type[Exception] = PolicyViolation) -> 
     """The key's segments; one error naming the first thing a prefix check cannot reason about."""
     for i, ch in enumerate(key):
         if ch not in _ALLOWED:
-            raise error(where, f"remote key contains {_describe(ch)} at position {i}; keys must be {RULE}")
+            raise error(
+                where, f"remote key contains {_describe(ch)} at position {i}; keys must be {RULE}"
+            )
     parts = key.split("/")
     if any(p == "" for p in parts):
-        raise error(where, f"remote key {key!r} has an empty segment (leading, trailing or double '/'); keys must be {RULE}")
+        raise error(
+            where,
+            f"remote key {key!r} has an empty segment (leading, trailing or double '/'); "
+            f"keys must be {RULE}",
+        )
     if any(p in (".", "..") for p in parts):
         raise error(where, f"remote key {key!r} may not contain '.' or '..' segments")
     if not all(_SEGMENT.match(p) for p in parts):  # pragma: no cover - covered by _ALLOWED
@@ -49,8 +57,10 @@ def segments(key: str, where: str, error: type[Exception] = PolicyViolation) -> 
 
 
 def prefix(template: str, identity: Identity, where: str) -> tuple[list[str], bool]:
-    """An allowed prefix with its placeholders filled: (segments, whether only keys *below* it count)."""
-    text = template.replace("{claimNamespace}", identity.tenant).replace("{claimName}", identity.name)
+    """An allowed prefix, placeholders filled: (segments, whether only keys *below* it count)."""
+    text = template.replace("{claimNamespace}", identity.tenant).replace(
+        "{claimName}", identity.name
+    )
     below = text.endswith("/")
     body = text[:-1] if below else text
     try:
@@ -74,4 +84,6 @@ def check_text(value: str, where: str) -> None:
     """Fields next to the key (property, version): no control characters."""
     for i, ch in enumerate(value):
         if ord(ch) < 0x20 or ord(ch) == 0x7F:
-            raise PolicyViolation(where, f"contains the control character U+{ord(ch):04X} at position {i}")
+            raise PolicyViolation(
+                where, f"contains the control character U+{ord(ch):04X} at position {i}"
+            )

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from function.api.claim import Spec
 from function.api.policy import DEFAULT_FORBIDDEN, Policy
@@ -74,7 +75,9 @@ def is_home(identity: Identity, name: str) -> bool:
 def check_names(spec: Spec, policy: Policy, identity: Identity, deploy_ns: str) -> None:
     """Everything decidable from names alone, for every target namespace."""
     allow = compiled(policy.namespaces.allowPattern, identity, "namespaces.allowPattern")
-    compiled(policy.namespaces.tenantPattern, identity, "namespaces.tenantPattern")  # a bad policy fails first
+    compiled(
+        policy.namespaces.tenantPattern, identity, "namespaces.tenantPattern"
+    )  # a bad policy fails first
     reserved = reserved_pattern(policy)
     seen: set[str] = set()
     for i, ns in enumerate(spec.namespaces):
@@ -84,16 +87,22 @@ def check_names(spec: Spec, policy: Policy, identity: Identity, deploy_ns: str) 
         seen.add(ns.name)
         hit = forbidden_pattern(policy, ns.name)
         if hit:
-            raise PolicyViolation(where, f"namespace {ns.name!r} is forbidden by policy (matches {hit!r})")
+            raise PolicyViolation(
+                where, f"namespace {ns.name!r} is forbidden by policy (matches {hit!r})"
+            )
         if not allow.fullmatch(ns.name):
             raise PolicyViolation(
-                where, f"namespace {ns.name!r} does not match the allowed pattern {policy.namespaces.allowPattern!r}"
+                where,
+                f"namespace {ns.name!r} does not match the allowed pattern "
+                f"{policy.namespaces.allowPattern!r}",
             )
         if ns.name == deploy_ns:
             raise PolicyViolation(where, f"namespace {ns.name!r} is the ops-owned deploy namespace")
         if reserved and fnmatch.fnmatchcase(ns.name, reserved):
             raise PolicyViolation(
-                where, f"namespace {ns.name!r} is reserved for deploy namespaces (deployNamespace.pattern {reserved!r})"
+                where,
+                f"namespace {ns.name!r} is reserved for deploy namespaces "
+                f"(deployNamespace.pattern {reserved!r})",
             )
         if ns.mode == "adopt" and not policy.namespaces.allowAdopt:
             raise PolicyViolation(
@@ -103,7 +112,8 @@ def check_names(spec: Spec, policy: Policy, identity: Identity, deploy_ns: str) 
         if ns.mode != "existing" and is_home(identity, ns.name):
             raise PolicyViolation(
                 f"spec.namespaces[{i}].mode",
-                f"namespace {ns.name!r} is the claim's own namespace: only mode existing may use it",
+                f"namespace {ns.name!r} is the claim's own namespace: only mode existing may "
+                "use it",
             )
 
 
@@ -124,7 +134,10 @@ def belongs(live: Mapping[str, Any], name: str, identity: Identity, policy: Poli
         return False
     if is_home(identity, name):
         return True
-    return bool(identity.tenant) and _labels(live).get(policy.namespaces.tenantLabel) == identity.tenant
+    return (
+        bool(identity.tenant)
+        and _labels(live).get(policy.namespaces.tenantLabel) == identity.tenant
+    )
 
 
 def _whose(live: Mapping[str, Any], policy: Policy) -> str:
@@ -134,7 +147,8 @@ def _whose(live: Mapping[str, Any], policy: Policy) -> str:
     tenant = labels.get(policy.namespaces.tenantLabel)
     if tenant:
         return f"it belongs to tenant {tenant!r} ({policy.namespaces.tenantLabel})"
-    return f"it has no {policy.namespaces.tenantLabel} label; ops hand a namespace to a tenant by setting it"
+    label = policy.namespaces.tenantLabel
+    return f"it has no {label} label; ops hand a namespace to a tenant by setting it"
 
 
 def check_live(
@@ -146,7 +160,8 @@ def check_live(
     key_of: Any,
 ) -> None:
     """The checks that need the live Namespace; ``existing`` maps a name to the object (None:
-    it does not exist; missing: not known yet). Composed earlier (observed) counts as ours."""
+    it does not exist; missing: not known yet). Composed earlier (observed) counts as ours.
+    """
     tenant_names = compiled(policy.namespaces.tenantPattern, identity, "namespaces.tenantPattern")
     for i, ns in enumerate(spec.namespaces):
         where = f"spec.namespaces[{i}]"
@@ -157,10 +172,15 @@ def check_live(
             if not known:
                 continue
             if live is None:
-                raise PolicyViolation(where, f"namespace {ns.name!r} does not exist (mode existing composes no Namespace)")
+                raise PolicyViolation(
+                    where,
+                    f"namespace {ns.name!r} does not exist (mode existing composes no Namespace)",
+                )
             if not belongs(live, ns.name, identity, policy):
                 raise PolicyViolation(
-                    where, f"namespace {ns.name!r} is not tenant {identity.tenant or '(none)'!r}'s: {_whose(live, policy)}"
+                    where,
+                    f"namespace {ns.name!r} is not tenant {identity.tenant or '(none)'!r}'s: "
+                    f"{_whose(live, policy)}",
                 )
             continue
         if ours:  # composed for this claim before (under whatever rules held then): still ours
@@ -175,28 +195,34 @@ def check_live(
                 where,
                 f"namespace {ns.name!r} already exists and is not owned by this claim"
                 + (f" (owned by {other})" if other else "")
-                + "; use mode existing for a namespace of your tenant (or adopt, where policy allows)",
+                + "; use mode existing for a namespace of your tenant (or adopt, where policy "
+                "allows)",
             )
         # adopt
         if not belongs(live, ns.name, identity, policy):
             raise PolicyViolation(
-                where, f"namespace {ns.name!r} cannot be adopted: it is not tenant {identity.tenant!r}'s ({_whose(live, policy)})"
+                where,
+                f"namespace {ns.name!r} cannot be adopted: it is not tenant "
+                f"{identity.tenant!r}'s ({_whose(live, policy)})",
             )
         if other:
-            raise PolicyViolation(where, f"namespace {ns.name!r} is owned by another claim ({other}); it cannot be adopted")
+            raise PolicyViolation(
+                where,
+                f"namespace {ns.name!r} is owned by another claim ({other}); it cannot be adopted",
+            )
 
 
 def check_deploy_namespace(
-    identity: Identity, deploy_ns: str, live: Mapping[str, Any] | None, observed: bool
+    identity: Identity, deploy_ns: str, live: Mapping[str, Any] | None, *, observed: bool
 ) -> None:
     """The per-claim deploy namespace is this claim's alone: an existing one composed for
-    another identity (a name collision, or a name someone took) is refused, never shared."""
+    another identity (a name collision, or a name someone took) is refused, never shared.
+    """
     if live is None or observed or identity.owns(live):
         return
     other = owner_of(live)
     raise InvalidClaim(
         "metadata.name",
-        f"the deploy namespace {deploy_ns!r} derived from this claim already exists and is not this claim's"
-        + (f" (it belongs to {other})" if other else "")
-        + "; refusing to share it",
+        f"the deploy namespace {deploy_ns!r} derived from this claim already exists and is not "
+        "this claim's" + (f" (it belongs to {other})" if other else "") + "; refusing to share it",
     )

@@ -31,7 +31,9 @@ def key_usage(key: str) -> str:
     return names.key("usage", key)
 
 
-def _usage(ctx: Context, key: str, of: Mapping[str, Any], by: Mapping[str, Any], reason: str) -> dict[str, Any]:
+def _usage(
+    ctx: Context, key: str, of: Mapping[str, Any], by: Mapping[str, Any], reason: str
+) -> dict[str, Any]:
     by_ns = by["metadata"].get("namespace")
     name = ctx.names.usage(key, of["kind"])
     return {
@@ -59,7 +61,11 @@ def build(
         for key, obj in sorted(desired.items()):
             if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ExternalSecret"):
                 out[key_usage(key)] = _usage(
-                    ctx, key, obj, release, f"{release['kind']} uninstalls with the deployer's rights and secrets"
+                    ctx,
+                    key,
+                    obj,
+                    release,
+                    f"{release['kind']} uninstalls with the deployer's rights and secrets",
                 )
     # Namespaces outlive what is inside them: each created target namespace is used by the
     # RoleBinding in it, and the deploy namespace by the deploy ServiceAccount.
@@ -77,5 +83,7 @@ def build(
             None,
         )
         if user is not None:
-            out[key_usage(key)] = _usage(ctx, key, obj, user, "Namespace outlives what is deployed into it")
+            out[key_usage(key)] = _usage(
+                ctx, key, obj, user, "Namespace outlives what is deployed into it"
+            )
     return out

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from function.api.policy import DEFAULT_DEPLOYER_RULES
 
@@ -39,8 +40,19 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 REMOTE_KEY = re.compile(r"^[A-Za-z0-9_.+=@-]+(/[A-Za-z0-9_.+=@-]+)*$")
-STORAGE_RULE = (("",), ("secrets",), ("get", "list", "watch", "create", "update", "patch", "delete"))
-FLUX_OCM_KINDS = {"OCIRepository", "HelmRelease", "Kustomization", "Repository", "Component", "Resource"}
+STORAGE_RULE = (
+    ("",),
+    ("secrets",),
+    ("get", "list", "watch", "create", "update", "patch", "delete"),
+)
+FLUX_OCM_KINDS = {
+    "OCIRepository",
+    "HelmRelease",
+    "Kustomization",
+    "Repository",
+    "Component",
+    "Resource",
+}
 
 
 def key_of(obj: Mapping[str, Any]) -> str:
@@ -56,7 +68,7 @@ class Claim:
     tenant: str
 
     @classmethod
-    def of(cls, xr: Mapping[str, Any]) -> "Claim":
+    def of(cls, xr: Mapping[str, Any]) -> Claim:
         meta = xr.get("metadata") or {}
         labels = meta.get("labels") or {}
         ref = (xr.get("spec") or {}).get("claimRef") or {}
@@ -77,7 +89,9 @@ class Ledger:
     objects: dict[tuple[str, str, str, str], tuple[str | None, str]] = field(default_factory=dict)
     owners: dict[str, tuple[str | None, str]] = field(default_factory=dict)
 
-    def record(self, claim: Claim, resources: Iterable[Mapping[str, Any]], user_named: set[str]) -> None:
+    def record(
+        self, claim: Claim, resources: Iterable[Mapping[str, Any]], user_named: set[str]
+    ) -> None:
         """``user_named``: Namespaces whose names the claim chose (its targets); every other
         name is derived, and a derived name composed for two claims is a collision."""
         who = (claim.namespace, claim.name)
@@ -87,14 +101,18 @@ class Ledger:
                 continue
             ident = (obj["apiVersion"], obj["kind"], meta.get("namespace") or "", meta["name"])
             prev = self.objects.setdefault(ident, who)
-            assert prev == who, f"{ident} is composed for claim {prev} and for claim {who}: names are not injective"
+            assert prev == who, (
+                f"{ident} is composed for claim {prev} and for claim {who}: names are not injective"
+            )
             owner = (meta.get("labels") or {}).get(LABEL_OWNER)
             if owner:
                 prev = self.owners.setdefault(owner, who)
                 assert prev == who, f"owner label {owner!r} names claim {prev} and claim {who}"
 
 
-def _rule(r: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+def _rule(
+    r: Mapping[str, Any],
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     return (
         tuple(r.get("apiGroups") or []),
         tuple(r.get("resources") or []),
@@ -122,10 +140,12 @@ def _under(key: str, prefix: str) -> bool:
     p = prefix.rstrip("/")
     if not p:
         return False
-    return key == p and not prefix.endswith("/") or key.startswith(p + "/")
+    return (key == p and not prefix.endswith("/")) or key.startswith(p + "/")
 
 
-def tenant_owns(claim: Claim, name: str, required: Mapping[str, Mapping[str, Any]], tenant_label: str) -> bool:
+def tenant_owns(
+    claim: Claim, name: str, required: Mapping[str, Mapping[str, Any]], tenant_label: str
+) -> bool:
     """The contract's tenant rule, stated independently of the product: a namespace is the
     tenant's when it is the tenant's own namespace, carries the tenant label with the tenant
     as its value, or (not existing yet) is named ``<tenant>--<suffix>`` with no ``--`` in
@@ -165,7 +185,9 @@ def template_hosts(template: str) -> set[str]:
 def _image_host(reference: str) -> str:
     ref = re.sub(r"^https?://", "", reference)
     first = ref.split("/", 1)[0]
-    if "/" not in ref or not ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
+    if "/" not in ref or not (
+        "." in first or ":" in first or first == "localhost" or first.startswith("[")
+    ):
         return "docker.io"
     return first.lower()
 
@@ -181,7 +203,7 @@ def check_render(
     """Assert every invariant above on one successful render (``out`` is a ``Rendered``)."""
     assert out.fatal is None, out.fatal.message
     claim = Claim.of(xr)
-    spec = {k: v for k, v in (xr.get("spec") or {}).items()}
+    spec = dict(xr.get("spec") or {})
     ns_policy = policy.get("namespaces") or {}
     tenant_label = ns_policy.get("tenantLabel") or LABEL_TENANT_DEFAULT
     live = {
@@ -201,7 +223,10 @@ def check_render(
     # -- identities: unique per (gvk, ns, name), per (gvk, name), per key; all within limits.
     keys = [key_of(o) for o in resources]
     assert len(keys) == len(set(keys)), [k for k, n in Counter(keys).items() if n > 1]
-    full = Counter((o["apiVersion"], o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in resources)
+    full = Counter(
+        (o["apiVersion"], o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"])
+        for o in resources
+    )
     assert all(n == 1 for n in full.values()), [k for k, n in full.items() if n > 1]
     blind = Counter((o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in resources)
     assert all(n == 1 for n in blind.values()), (
@@ -227,7 +252,9 @@ def check_render(
     # -- placement: the deploy namespace or the tenant's namespaces; nothing else cluster-scoped.
     for t in targets:
         assert t != deploy_ns, f"target {t} is the deploy namespace"
-        assert tenant_owns(claim, t, live, tenant_label), f"target {t} is not tenant {claim.tenant}'s"
+        assert tenant_owns(claim, t, live, tenant_label), (
+            f"target {t} is not tenant {claim.tenant}'s"
+        )
     allowed_ns = {deploy_ns, *targets}
     for o in resources:
         ns = o["metadata"].get("namespace")
@@ -236,27 +263,42 @@ def check_render(
             if o["metadata"]["name"] in targets:
                 assert o["metadata"]["labels"].get(tenant_label) == claim.tenant, o["metadata"]
             else:
-                assert tenant_label not in o["metadata"]["labels"], "the deploy namespace must carry no tenant label"
+                assert tenant_label not in o["metadata"]["labels"], (
+                    "the deploy namespace must carry no tenant label"
+                )
         else:
             assert ns in allowed_ns, (o["kind"], o["metadata"]["name"], ns)
     if claim.namespace is not None:
         for o in resources:
             if o["kind"] == "Namespace":
-                assert o["metadata"]["name"] != claim.namespace, "a claim composed its own namespace"
+                assert o["metadata"]["name"] != claim.namespace, (
+                    "a claim composed its own namespace"
+                )
 
     # -- RBAC: policy rules only; bindings to the claim's deployer only.
     sas = [o for o in resources if o["kind"] == "ServiceAccount"]
-    assert len(sas) == 1 and sas[0]["metadata"]["namespace"] == deploy_ns, [s["metadata"] for s in sas]
+    assert len(sas) == 1 and sas[0]["metadata"]["namespace"] == deploy_ns, [
+        s["metadata"] for s in sas
+    ]
     deployer = sas[0]["metadata"]["name"]
     rules = policy.get("rbac", {}).get("deployerRules")
     base_rules = rules if rules is not None else [r.model_dump() for r in DEFAULT_DEPLOYER_RULES]
     allowed_extra = policy.get("rbac", {}).get("allowedExtraRules") or []
-    extra = [r for r in (spec.get("rbac") or {}).get("extraRules") or [] if _covered(r, allowed_extra)]
+    extra = [
+        r for r in (spec.get("rbac") or {}).get("extraRules") or [] if _covered(r, allowed_extra)
+    ]
     # Helm's release state: the per-claim deploy namespace, or with a shared one the first target.
     storage_ns = targets[0] if shared else deploy_ns
     for hr in (o for o in resources if o["kind"] == "HelmRelease"):
-        assert hr["spec"]["storageNamespace"] == storage_ns, ("Helm release state in", hr["spec"]["storageNamespace"])
-    roles = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in resources if o["kind"] == "Role"}
+        assert hr["spec"]["storageNamespace"] == storage_ns, (
+            "Helm release state in",
+            hr["spec"]["storageNamespace"],
+        )
+    roles = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o
+        for o in resources
+        if o["kind"] == "Role"
+    }
     granted = {_rule(r) for r in [*base_rules, *extra]}
     for (ns, name), role in roles.items():
         if shared:
@@ -271,37 +313,66 @@ def check_render(
         ns = o["metadata"]["namespace"]
         if shared:
             assert ns != deploy_ns
-        assert o["subjects"] == [{"kind": "ServiceAccount", "name": deployer, "namespace": deploy_ns}], o["subjects"]
+        assert o["subjects"] == [
+            {"kind": "ServiceAccount", "name": deployer, "namespace": deploy_ns}
+        ], o["subjects"]
         ref = o["roleRef"]
         assert ref["kind"] == "Role" and ref["apiGroup"] == "rbac.authorization.k8s.io", ref
-        assert (ns, ref["name"]) in roles, f"RoleBinding {ns}/{o['metadata']['name']} binds a Role not composed here"
+        assert (ns, ref["name"]) in roles, (
+            f"RoleBinding {ns}/{o['metadata']['name']} binds a Role not composed here"
+        )
 
     # -- completeness: nothing the claim asked for was dropped (e.g. by a key collision).
     role_ns = {ns for ns, _ in roles}
     binding_ns = {o["metadata"]["namespace"] for o in resources if o["kind"] == "RoleBinding"}
     for t in spec.get("namespaces") or []:
-        assert t["name"] in role_ns and t["name"] in binding_ns, f"no deployer Role/RoleBinding in {t['name']}"
+        assert t["name"] in role_ns and t["name"] in binding_ns, (
+            f"no deployer Role/RoleBinding in {t['name']}"
+        )
         if t.get("mode", "create") in ("create", "adopt"):
-            assert any(o["kind"] == "Namespace" and o["metadata"]["name"] == t["name"] for o in resources), t
+            assert any(
+                o["kind"] == "Namespace" and o["metadata"]["name"] == t["name"] for o in resources
+            ), t
     if not shared:
-        assert any(o["kind"] == "Namespace" and o["metadata"]["name"] == deploy_ns for o in resources)
+        assert any(
+            o["kind"] == "Namespace" and o["metadata"]["name"] == deploy_ns for o in resources
+        )
     externals = [o for o in resources if o["kind"] == "ExternalSecret"]
-    targets_of = Counter((o["metadata"]["namespace"], o["spec"]["target"]["name"]) for o in externals)
-    assert all(n == 1 for n in targets_of.values()), f"two ExternalSecrets write one Secret: {targets_of}"
-    for (ns, name) in targets_of:
-        assert not name.startswith("sh.helm.release."), f"an ExternalSecret writes Helm release state {ns}/{name}"
+    targets_of = Counter(
+        (o["metadata"]["namespace"], o["spec"]["target"]["name"]) for o in externals
+    )
+    assert all(n == 1 for n in targets_of.values()), (
+        f"two ExternalSecrets write one Secret: {targets_of}"
+    )
+    for ns, name in targets_of:
+        assert not name.startswith("sh.helm.release."), (
+            f"an ExternalSecret writes Helm release state {ns}/{name}"
+        )
     for s in spec.get("secrets") or []:
         ns = s.get("namespace") or targets[0]
         assert (ns, s["name"]) in targets_of, f"service secret {ns}/{s['name']} was dropped"
     creds = spec.get("credentials") or {}
     image_hosts, pull_hosts = allowed_image_hosts(policy)
-    repo_host = re.sub(r"^(oci::)?(https?://|oci://)?", "", spec["component"]["repository"]).split("/")[0].lower()
-    docker = [o for o in externals if (o["spec"]["target"].get("template") or {}).get("type") == "kubernetes.io/dockerconfigjson"]
+    repo_host = (
+        re.sub(r"^(oci::)?(https?://|oci://)?", "", spec["component"]["repository"])
+        .split("/")[0]
+        .lower()
+    )
+    docker = [
+        o
+        for o in externals
+        if (o["spec"]["target"].get("template") or {}).get("type")
+        == "kubernetes.io/dockerconfigjson"
+    ]
     if creds.get("pull"):
         pulls = [o for o in docker if o["metadata"]["namespace"] in targets]
-        assert {o["metadata"]["namespace"] for o in pulls} == set(targets), "a target namespace lacks the pull secret"
+        assert {o["metadata"]["namespace"] for o in pulls} == set(targets), (
+            "a target namespace lacks the pull secret"
+        )
     if creds.get("repository"):
-        assert any(o["metadata"]["namespace"] == deploy_ns for o in docker), "the repository secret was dropped"
+        assert any(o["metadata"]["namespace"] == deploy_ns for o in docker), (
+            "the repository secret was dropped"
+        )
     for o in docker:
         tpl = o["spec"]["target"]["template"]["data"][".dockerconfigjson"]
         hosts = {h.lower() for h in template_hosts(tpl)}
@@ -309,13 +380,18 @@ def check_render(
         # The repository credential (deploy namespace) is for the component's registry only;
         # pull secrets (target namespaces) only for image hosts the policy names for them.
         allowed = {repo_host} if o["metadata"]["namespace"] == deploy_ns else pull_hosts
-        assert hosts <= allowed, f"{o['metadata']['name']} keys a credential to {sorted(hosts - allowed)}"
+        assert hosts <= allowed, (
+            f"{o['metadata']['name']} keys a credential to {sorted(hosts - allowed)}"
+        )
     for img in status.get("images") or []:
         host = _image_host(img["reference"])
         assert host in image_hosts, f"image {img['resource']} comes from {host}, outside the policy"
 
     # -- remote keys: plain ASCII, whole segments under an allowed prefix.
-    stores = {(s["name"], s.get("kind", "ClusterSecretStore")): s for s in policy.get("secretStores") or []}
+    stores = {
+        (s["name"], s.get("kind", "ClusterSecretStore")): s
+        for s in policy.get("secretStores") or []
+    }
     for o in externals:
         ref = o["spec"]["secretStoreRef"]
         store = stores.get((ref["name"], ref.get("kind", "ClusterSecretStore")))
@@ -324,7 +400,9 @@ def check_render(
         remote = [d["remoteRef"]["key"] for d in o["spec"].get("data") or []]
         remote += [d["extract"]["key"] for d in o["spec"].get("dataFrom") or []]
         for key in remote:
-            assert REMOTE_KEY.match(key) and not {".", ".."} & set(key.split("/")), f"remote key {key!r}"
+            assert REMOTE_KEY.match(key) and not {".", ".."} & set(key.split("/")), (
+                f"remote key {key!r}"
+            )
             assert any(_under(key, p) for p in prefixes), f"remote key {key!r} outside {prefixes}"
 
     if ledger is not None:
