@@ -21,6 +21,7 @@ Crossplane delete the team's namespaces on upgrade.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import re
 
@@ -45,6 +46,7 @@ MANAGED_BY = "function-sack8s"
 _DOMAIN = "sack8s/names/v2"
 
 
+@functools.lru_cache(maxsize=8192)
 def digest(*parts: str) -> str:
     """``HASH_CHARS`` base32 characters of SHA-256 over the parts, length-prefixed (injective
     encoding: no choice of parts can shift a boundary).
@@ -57,11 +59,13 @@ def digest(*parts: str) -> str:
     return base64.b32encode(h.digest()).decode().lower()[:HASH_CHARS]
 
 
+@functools.lru_cache(maxsize=8192)
 def readable(text: str) -> str:
     """A DNS-label-safe rendering of ``text`` for the readable part of a name (lossy)."""
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
 
 
+@functools.lru_cache(maxsize=8192)
 def hashed(readable_part: str, hash_: str, limit: int = NAME_MAX) -> str:
     """``<readable>-<hash>`` within ``limit``: only the readable part is ever cut."""
     room = limit - len(hash_) - 1
@@ -82,6 +86,7 @@ def fit(name: str, limit: int) -> str:
     return f"{prefix}-{h}"
 
 
+@functools.lru_cache(maxsize=8192)
 def label_value(text: str) -> str:
     """A label value for ``text``: itself when it is one, else cut and suffixed with a hash."""
     clean = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")

@@ -11,6 +11,7 @@ same to all of them: plain ASCII segments (letters, digits, ``- _ . + = @ :``) j
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -35,14 +36,24 @@ def _describe(ch: str) -> str:
     return f"U+{ord(ch):04X}" + (f" ({name})" if name else "")
 
 
-def segments(key: str, where: str, error: type[Exception] = PolicyViolation) -> list[str]:
-    """The key's segments; one error naming the first thing a prefix check cannot reason about."""
+@functools.lru_cache(maxsize=4096)
+def _parts(key: str) -> tuple[str, ...] | tuple[int, str]:
+    """The key's segments, or (position, problem) for the first thing wrong with it."""
     for i, ch in enumerate(key):
         if ch not in _ALLOWED:
-            raise error(
-                where, f"remote key contains {_describe(ch)} at position {i}; keys must be {RULE}"
-            )
-    parts = key.split("/")
+            return (i, ch)
+    return tuple(key.split("/"))
+
+
+def segments(key: str, where: str, error: type[Exception] = PolicyViolation) -> list[str]:
+    """The key's segments; one error naming the first thing a prefix check cannot reason about."""
+    got = _parts(key)
+    if got and isinstance(got[0], int):
+        i, ch = got
+        raise error(
+            where, f"remote key contains {_describe(ch)} at position {i}; keys must be {RULE}"
+        )
+    parts = list(got)
     if any(p == "" for p in parts):
         raise error(
             where,
