@@ -34,8 +34,8 @@ import asyncio
 import contextlib
 import hashlib
 import threading
-import zlib
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from contextvars import ContextVar
@@ -285,6 +285,7 @@ _SHARES = {
     "mutations": 64,  # Flux mutations (the whole ConfigData result for one claim)
     "versions": 8,  # sticky version choices, by (tag list, constraint, previous)
     "digests": 32,  # content digests of immutable inputs, by object identity
+    "images": 4,  # image tables, by (descriptor manifest digest, repository, unpinned policy)
 }
 _ENTRIES = {
     "configdata": 1024,
@@ -292,6 +293,7 @@ _ENTRIES = {
     "expressions": 4096,
     "versions": 4096,
     "digests": 256,
+    "images": 1024,
 }
 
 _ACTIVE: ContextVar[Memos | None] = ContextVar("sack8s_memos", default=None)

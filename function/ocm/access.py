@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from function.cache import memo
 from function.errors import ComponentError, SackError
 from function.ocm.imageref import BadReference, ImageRef, parse_reference
 from function.ocm.layout import (
@@ -212,7 +213,25 @@ ImageTable = Mapping[str, LocalizedImage]
 def image_table(cv: ComponentVersion, *, allow_unpinned: bool = False) -> ImageTable:
     """Every resource's localized image reference, parsed once (the one place references are
     parsed for a request); the core puts it in status and hands it to the ConfigData engine.
+
+    Memoised by the descriptor manifest's digest (the descriptor's content) and where the
+    component lives: a warm reconcile of a large component would otherwise parse every image
+    reference again.
     """
+    key = None
+    if DIGEST_RE.match(cv.descriptor_digest or ""):
+        repo = cv.repository
+        where = None if repo is None else (repo.host, repo.base, repo.plain_http)
+        key = (cv.descriptor_digest, cv.name, cv.version, where, allow_unpinned)
+    return memo(
+        "images",
+        key,
+        lambda: _image_table(cv, allow_unpinned=allow_unpinned),
+        lambda t: 200 + 600 * len(t),
+    )
+
+
+def _image_table(cv: ComponentVersion, *, allow_unpinned: bool) -> ImageTable:
     table: dict[str, LocalizedImage] = {}
     for r in cv.descriptor.resources:
         try:
