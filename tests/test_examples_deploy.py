@@ -86,7 +86,11 @@ def test_helm_example_renders_a_pinned_image_of_the_transfer_target(tmp_path):
     assert dep["spec"]["replicas"] == 2  # the XR's values.replicas reaches the chart (replicaCount rule)
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env["PODINFO_UI_MESSAGE"] == "Hello from sack8s"  # values.message too (ui.message rule)
-    assert hr["spec"]["values"]["imagePullSecrets"] == [{"name": "podinfo-pull"}]
+    pulls = [d for d in docs if d.get("kind") == "ExternalSecret" and "-pull" in d["metadata"]["name"]]
+    secrets = {d["spec"]["target"]["name"] for d in pulls}
+    # the chart pulls with the composed pull secret (its name is hashed per claim)
+    (pull,) = hr["spec"]["values"]["imagePullSecrets"]
+    assert pull["name"].startswith("podinfo-pull-") and pull["name"] in secrets, (pull, secrets)
 
 
 @pytest.mark.parametrize("example, replicas, message",

@@ -107,6 +107,12 @@ def compose(host: str, mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
     xr["spec"]["component"]["repository"] = f"oci::http://{host}/{mode}"
     (policy,) = load_docs([POLICY])
     policy["registries"] = [{"host": host, "plainHTTP": True}]
+    # the images the transfer modes name: on 127.0.0.1:5000 (where the OCM CLI fixtures put
+    # them), or in the component repository on this registry (copied-default)
+    policy["imageRegistries"] = [
+        {"host": host, "pullCredential": True},
+        {"host": "127.0.0.1:5000", "pullCredential": True},
+    ]
     # The e2e policy downgrades image-pair defects for the fixture registry's ConfigData; the
     # bundled ConfigData has none, so the product default (Fatal) applies here.
     policy.pop("configData", None)

@@ -16,7 +16,17 @@ from typing import Any, Literal
 
 from function.api.claim import Spec
 from function.api.policy import Policy
-from function.compose import externalsecrets, flux, namespaces, ocmobjects, rbac, readiness, usages
+from function.compose import (
+    collisions,
+    externalsecrets,
+    flux,
+    images,
+    namespaces,
+    ocmobjects,
+    rbac,
+    readiness,
+    usages,
+)
 from function.compose.admission import Admission
 from function.compose.context import Context
 from function.compose.identity import Identity
@@ -206,17 +216,24 @@ def compose(inp: CoreInput) -> CoreOutput:
     )
     # Every image reference is resolved and parsed once, here, and used from this table by
     # status, the pull secrets and the ConfigData engine.
-    table = image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages)
-    images = _images(inp, table)
+    # References outside the image allowlist become errors here (images.py).
+    table = images.allowlisted(
+        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages),
+        policy,
+        f"component {cv.name}:{cv.version}",
+    )
+    image_list = _images(inp, table)
     mutation = _mutation(inp, flavour, deployable, cd, table)
-    image_hosts = _image_hosts(inp, table)
+    image_hosts = images.pull_secret_hosts(
+        spec, policy, _image_hosts(inp, table), inp.repository.host
+    )
 
     desired: dict[str, dict[str, Any]] = {}
-    desired.update(namespaces.build(ctx, inp.existing_namespaces, inp.observed))
-    desired.update(rbac.build(ctx))
-    desired.update(externalsecrets.build(ctx, image_hosts))
+    collisions.merge(desired, namespaces.build(ctx, inp.existing_namespaces, inp.observed))
+    collisions.merge(desired, rbac.build(ctx))
+    collisions.merge(desired, externalsecrets.build(ctx, image_hosts))
     if policy.ocm.enabled:
-        desired.update(ocmobjects.build(ctx, cv, deployable))
+        collisions.merge(desired, ocmobjects.build(ctx, cv, deployable))
 
     notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
     notes.extend(
@@ -236,7 +253,7 @@ def compose(inp: CoreInput) -> CoreOutput:
     already = any(k in inp.observed for k in flux_objs)
     flux_key: str | None = flux.key_release(flavour)
     if gate_open or already:
-        desired.update(flux_objs)
+        collisions.merge(desired, flux_objs)
     else:
         flux_key = None
         notes.append(
@@ -256,7 +273,8 @@ def compose(inp: CoreInput) -> CoreOutput:
             or key in inp.observed
             or usage["spec"]["by"]["kind"] != flux.kind_of(flavour)
         ):
-            desired[key] = usage
+            collisions.merge(desired, {key: usage})
+    collisions.check(desired)
 
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
     blocked = readiness.first_blocker(desired, ready, inp.observed)
@@ -274,7 +292,7 @@ def compose(inp: CoreInput) -> CoreOutput:
             "descriptorDigest": cv.descriptor_digest,
             "repository": spec.component.repository,
         },
-        "images": images,
+        "images": image_list,
         "deploy": {
             "namespace": deploy_ns,
             "serviceAccount": ctx.deployer_name,

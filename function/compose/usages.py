@@ -27,17 +27,15 @@ def _ref(obj: Mapping[str, Any], *, with_namespace: bool) -> dict[str, Any]:
     return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "resourceRef": ref}
 
 
+def key_usage(key: str) -> str:
+    return names.key("usage", key)
+
+
 def _usage(
-    ctx: Context, of: Mapping[str, Any], by: Mapping[str, Any], reason: str
+    ctx: Context, key: str, of: Mapping[str, Any], by: Mapping[str, Any], reason: str
 ) -> dict[str, Any]:
     by_ns = by["metadata"].get("namespace")
-    parts = [
-        by["metadata"]["name"],
-        of["kind"].lower(),
-        of["metadata"].get("namespace", ""),
-        of["metadata"]["name"],
-    ]
-    name = names.fit("-".join(p for p in parts if p), names.SUBDOMAIN_MAX)
+    name = ctx.names.usage(key, of["kind"])
     return {
         "apiVersion": API,
         "kind": "Usage",
@@ -62,8 +60,9 @@ def build(
         release = desired[flux_key]
         for key, obj in sorted(desired.items()):
             if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ExternalSecret"):
-                out[names.resource_key("usage", key)] = _usage(
+                out[key_usage(key)] = _usage(
                     ctx,
+                    key,
                     obj,
                     release,
                     f"{release['kind']} uninstalls with the deployer's rights and secrets",
@@ -84,7 +83,7 @@ def build(
             None,
         )
         if user is not None:
-            out[names.resource_key("usage", key)] = _usage(
-                ctx, obj, user, "Namespace outlives what is deployed into it"
+            out[key_usage(key)] = _usage(
+                ctx, key, obj, user, "Namespace outlives what is deployed into it"
             )
     return out
