@@ -65,6 +65,7 @@ COMMANDS: list[tuple[str, list[str], bool]] = [
         ),
         True,
     ),
+    ("sack8s inspect (example CTF)", sack8s("inspect", str(EXAMPLE / "ctf")), True),
     (
         "sack8s check (example component)",
         sack8s("check", "--config-data", CD, "--component", SOURCE),
