@@ -1,8 +1,10 @@
-"""Regenerate the observed state used for a second reconcile of the examples.
+"""Regenerate the observed state of the examples once every composed object exists.
 
-Runs the function twice (the second time with the first result observed, so the gate opens),
-then marks every composed object as created and Ready, and the OCM Component Ready at the
-resolved version. Usage: python examples/observed/make-observed.py (from the repository root).
+Runs the function, marks every composed object as created and Ready (the OCM Component Ready
+at the resolved version, reconciled at its generation) and runs it again with that observed,
+until nothing new is composed: Namespaces first, then what goes into them, then the Flux
+objects once the gate opens, then the Usages. Usage: python examples/observed/make-observed.py
+(from the repository root).
 """
 
 import asyncio
@@ -20,8 +22,12 @@ def settle(resources):
     out = []
     for obj in resources:
         o = copy.deepcopy(obj)
+        o["metadata"]["generation"] = 1
         if o["kind"] not in ("Namespace", "ServiceAccount", "Role", "RoleBinding"):
-            o["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "Ready", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}
+            o["status"] = {
+                "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "Ready", "lastTransitionTime": "2026-12-01T00:00:00Z"}],
+                "observedGeneration": 1,
+            }
             if o["kind"] == "Component":
                 o["status"]["component"] = {
                     "component": o["spec"]["component"],
@@ -37,12 +43,17 @@ async def main() -> None:
     policy = input_from_composition(load_docs(["examples/composition.yaml"])[0], "composition")
     for flavour, xr_file in EXAMPLES.items():
         xr = load_docs([xr_file])[0]
-        first = await render(xr, policy)
-        second = await render(xr, policy, observed=settle(first.resources))
+        out = await render(xr, policy)
+        for _ in range(8):
+            again = await render(xr, policy, observed=settle(out.resources))
+            if [r["metadata"]["annotations"] for r in again.resources] == [r["metadata"]["annotations"] for r in out.resources]:
+                break
+            out = again
+        second = out
         path = Path("examples/observed") / flavour / "observed.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(
-            "# Observed composed resources after the first reconciles of " + xr_file + ": all created\n"
+            "# Observed composed resources once every object of " + xr_file + " is composed: all created\n"
             "# and Ready, the OCM Component Ready at the resolved version. Made by make-observed.py.\n"
             + dump_yaml(settle(second.resources)).removeprefix("---\n")
         )

@@ -14,6 +14,7 @@ from typing import Iterable
 
 from function.api.claim import PolicyRule, Spec, StoreRef
 from function.api.policy import DEFAULT_FORBIDDEN, Policy, RegistryPolicy, SecretStorePolicy
+from function.compose import gates
 from function.compose.identity import Identity
 from function.compose.names import NAMESPACE_MAX, fit
 from function.errors import InvalidClaim, InvalidPolicy, PolicyViolation
@@ -194,6 +195,7 @@ def check_rbac(spec: Spec, policy: Policy) -> None:
 
 def admit(spec: Spec, policy: Policy, identity: Identity, host: str, plain_http: bool) -> tuple[str, RegistryPolicy]:
     """Every policy check, before anything is fetched or composed: the deploy namespace and registry entry."""
+    gates.check_version(spec, policy)
     deploy_ns = deploy_namespace(policy, identity)
     check_namespaces(spec, policy, deploy_ns)
     registry = registry_for(policy, host, plain_http, "spec.component.repository")

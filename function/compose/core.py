@@ -16,7 +16,7 @@ from typing import Any, Literal, Mapping
 
 from function.api.claim import Spec
 from function.api.policy import Policy
-from function.compose import admission, externalsecrets, flux, namespaces, ocmobjects, rbac, readiness, usages
+from function.compose import admission, events, externalsecrets, flux, gates, namespaces, ocmobjects, rbac, readiness, usages
 from function.compose.context import Context
 from function.compose.identity import Identity
 from function.configdata.deploy import FluxMutation, mutation_for
@@ -39,13 +39,11 @@ class CoreInput:
     values: Mapping[str, Any] | None = None
     existing_namespaces: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
     observed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The XR's status as the last successful reconcile wrote it: what was already reported.
+    xr_status: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Note:
-    severity: Literal["Normal", "Warning"]
-    reason: str
-    message: str
+Note = events.Note
 
 
 @dataclass
@@ -125,19 +123,11 @@ def _mutation(inp: CoreInput, flavour: str, deployable: Resource, cd: Resource |
     )
 
 
-def _gate_open(inp: CoreInput, ctx: Context) -> tuple[bool, str]:
-    if not (inp.policy.ocm.enabled and inp.policy.ocm.gate):
-        return True, ""
-    obs = inp.observed.get(ocmobjects.key_component())
-    if obs is None:
-        return False, "the OCM Component is not created yet"
-    cond = readiness.ready_condition(obs) or {}
-    if cond.get("status") != "True":
-        return False, f"the OCM Component is not Ready ({cond.get('reason') or 'no Ready condition yet'})"
-    seen = ((obs.get("status") or {}).get("component") or {}).get("version")
-    if seen != inp.loaded.component.version:
-        return False, f"the OCM Component reports version {seen!r}, not {inp.loaded.component.version!r}"
-    return True, ""
+def _deployed_version(xr_status: Mapping[str, Any]) -> str | None:
+    """``status.deploy.version`` as the last successful reconcile wrote it (None if unknown)."""
+    deploy = xr_status.get("deploy")
+    version = deploy.get("version") if isinstance(deploy, Mapping) else None
+    return version if isinstance(version, str) and version else None
 
 
 def _json_value(v: Any) -> str:
@@ -158,34 +148,54 @@ def compose(inp: CoreInput) -> CoreOutput:
     mutation = _mutation(inp, flavour, deployable, cd)
     image_hosts = sorted({parse_image_reference(i["reference"], "image").host for i in images})
 
-    desired: dict[str, dict[str, Any]] = {}
-    desired.update(namespaces.build(ctx, inp.existing_namespaces, inp.observed))
-    desired.update(rbac.build(ctx))
-    desired.update(externalsecrets.build(ctx, image_hosts))
+    built: dict[str, dict[str, Any]] = {}
+    built.update(namespaces.build(ctx, inp.existing_namespaces, inp.observed))
+    built.update(rbac.build(ctx))
+    built.update(externalsecrets.build(ctx, image_hosts))
     if policy.ocm.enabled:
-        desired.update(ocmobjects.build(ctx, cv, deployable))
-
-    notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
+        gates.check_resolved(cv.version, policy)
+        built.update(ocmobjects.build(ctx, cv, deployable))
     flux_objs = flux.build(ctx, src, mutation)
-    gate_open, why = _gate_open(inp, ctx)
-    already = any(k in inp.observed for k in flux_objs)
-    flux_key: str | None = flux.key_release(flavour)
-    if gate_open or already:
-        desired.update(flux_objs)
-    else:
-        flux_key = None
-        notes.append(Note("Normal", "WaitingForOCMComponent", f"Flux objects wait for the OCM Component: {why}"))
-    # Usages are built as if the Flux release were composed; while it is withheld, only the
-    # ones already observed stay (never dropped because a dependency is not ready).
-    for key, usage in usages.build(ctx, {**desired, **flux_objs}, flux.key_release(flavour)).items():
-        if flux_key is not None or key in inp.observed or usage["spec"]["by"]["kind"] != flux.kind_of(flavour):
-            desired[key] = usage
+    release_key = flux.key_release(flavour)
+
+    # Namespaces first: nothing goes into a Namespace composed here before it is observed.
+    waits = gates.namespace_waits({**built, **flux_objs}, inp.observed)
+    desired = {k: v for k, v in built.items() if k not in waits}
+    # Flux deploys once the gate opens and, the first time, once what must outlive it exists.
+    gate = gates.ocm_gate(policy, inp.observed.get(ocmobjects.key_component()), cv.version)
+    protected = [k for k, o in built.items() if o["kind"] in usages.PROTECTED_KINDS]
+    ready_to_start = not waits and all(k in inp.observed for k in protected)
+    plan = gates.plan_flux(flux_objs, inp.observed, gate, ready_to_start)
+    desired.update(plan.objects)
+    # A Usage is composed once its ``of`` exists and its ``by`` is composed; an observed one stays.
+    for u in usages.build(ctx, {**built, **flux_objs}, release_key, namespaces.key_deploy()):
+        if u.key in inp.observed or (u.of_key in desired and u.of_key in inp.observed and u.by_key in desired):
+            desired[u.key] = u.obj
 
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
     blocked = readiness.first_blocker(desired, ready, inp.observed)
-    if blocked is None and flux_key is None:
-        comp = desired.get(ocmobjects.key_component(), {}).get("metadata", {})
-        blocked = readiness.Blocker("Component", comp.get("name", ""), comp.get("namespace"), "WaitingForOCMComponent", why)
+    notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
+    waited = sorted(set(waits.values()))
+    if blocked is not None and blocked.kind == "Namespace" and blocked.name in waited:
+        count = sum(1 for ns in waits.values() if ns == blocked.name)
+        blocked = readiness.Blocker(
+            "Namespace", blocked.name, None, "WaitingForNamespace", f"not created yet; {count} composed objects wait for it"
+        )
+        notes.append(Note("Normal", "WaitingForNamespace", f"{count} composed objects wait for Namespace {blocked.name}"))
+    deployed = cv.version if plan.state == "current" else _deployed_version(inp.xr_status)
+    if plan.state != "current" and not gate.open:
+        if plan.state == "held":
+            kept = deployed or "their observed version"
+            why = f"Flux objects keep the source and values of {kept} until the OCM Component is ready for {cv.version}: {gate.why}"
+        else:
+            why = f"Flux objects wait for the OCM Component: {gate.why}"
+        if not waits:  # while Namespaces are awaited, that is the news
+            notes.append(Note("Normal", "WaitingForOCMComponent", why))
+        if blocked is None:
+            comp = desired.get(ocmobjects.key_component(), {}).get("metadata", {})
+            blocked = readiness.Blocker("Component", comp.get("name", ""), comp.get("namespace"), "WaitingForOCMComponent", why)
+    if blocked is None and plan.state == "withheld":  # defensive: withheld always has a blocker above
+        blocked = readiness.Blocker(flux.kind_of(flavour), ctx.flux_name, deploy_ns, "Creating", "not created yet")
 
     status: dict[str, Any] = {
         "component": {
@@ -201,6 +211,7 @@ def compose(inp: CoreInput) -> CoreOutput:
             "serviceAccount": ctx.deployer_name,
             "fluxKind": flux.kind_of(flavour),
             "fluxName": ctx.flux_name,
+            **({"version": deployed} if deployed else {}),
         },
         "configData": {
             "resource": cd.name if cd else None,
@@ -225,4 +236,6 @@ def compose(inp: CoreInput) -> CoreOutput:
         }
     if cd is None:
         del status["configData"]["resource"]
+    status["warnings"] = events.current_warnings(notes)
+    notes = events.to_emit(notes, blocked, inp.xr_status)
     return CoreOutput(desired, ready, status, notes, blocked is None, blocked)

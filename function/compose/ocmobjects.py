@@ -5,11 +5,18 @@ status) while the function does localization and configuration itself. The Compo
 pinned to the version the function resolved, with ``downgradePolicy: Allow``: the claim
 already pins the version, so rolling back must not leave the Component stuck. Localized
 images are reported in XR status, not as one Resource each.
+
+With ``ocm.verify`` in the policy the Component verifies those signatures (``spec.verify``);
+the OCM controller then reports it Ready only for a version whose signatures verify, and the
+gate (compose/gates.py) opens only for such a Component.
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
+
+from function.api.policy import OcmPolicy
 
 from function.compose.context import Context
 from function.ocm.model import ComponentVersion, Resource
@@ -36,6 +43,17 @@ def _ocm_config(ctx: Context) -> list[dict[str, Any]]:
     return [{"apiVersion": "v1", "kind": "Secret", "name": ctx.repository_secret_name, "policy": "Propagate"}]
 
 
+def verify(policy: OcmPolicy) -> list[dict[str, Any]]:
+    """``Component.spec.verify``: the controller base64-decodes ``value``; a Secret holds raw key bytes."""
+    out: list[dict[str, Any]] = []
+    for v in policy.verify:
+        if v.publicKey is not None:
+            out.append({"signature": v.signature, "value": base64.b64encode(v.publicKey.encode()).decode()})
+        elif v.secretRef is not None:
+            out.append({"signature": v.signature, "secretRef": {"name": v.secretRef.name}})
+    return out
+
+
 def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str, dict[str, Any]]:
     interval = ctx.policy.ocm.interval
     repo_spec: dict[str, Any] = {"type": "OCIRegistry", "baseUrl": f"{'http' if ctx.repository.plain_http else 'https'}://{ctx.repository.host}"}
@@ -50,6 +68,8 @@ def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str,
         "downgradePolicy": "Allow",
         "interval": interval,
     }
+    if ctx.policy.ocm.verify:
+        component["verify"] = verify(ctx.policy.ocm)
     by_ref: dict[str, Any] = {"name": deployable.name}
     by_ref.update(dict(sorted(deployable.extra_identity.items())))
     resource: dict[str, Any] = {
