@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from support.settle import converge
+
 from function.compose import names
 from function.render import claim_to_xr, input_from_composition, load_docs, render
 
@@ -54,6 +56,7 @@ GOLDEN_HELM_KEYS = {
     "ocm-resource": ("Resource", "sack8s-podinfo", "podinfo"),
     "flux-ocirepository": ("OCIRepository", "sack8s-podinfo", "podinfo"),
     "flux-helmrelease": ("HelmRelease", "sack8s-podinfo", "podinfo"),
+    "clusterusage-namespace-podinfo": ("ClusterUsage", None, "sack8s-podinfo.podinfo"),
 }
 
 
@@ -69,7 +72,8 @@ def test_golden_names_of_every_composed_object() -> None:
 def test_names_derive_from_the_claim_not_the_xr_name() -> None:
     xr, policy = load("examples/claim.yaml", "examples/composition-claim.yaml")
     xr["metadata"]["name"] = "podinfo-x7k2p"  # claims give XRs a random suffix
-    got = by_key(run(xr, policy, required=load_docs([REPO / "examples/required"])))
+    renders, _ = asyncio.run(converge(xr, policy, required=load_docs([REPO / "examples/required"])))
+    got = by_key(renders[-1])
     assert got["namespace-deploy"]["metadata"]["name"] == "sack8s-team-a-podinfo"
     assert got["serviceaccount-deployer"]["metadata"]["name"] == "team-a-podinfo-deployer"
     assert got["namespace-deploy"]["metadata"]["labels"]["sack8s.io/claim-namespace"] == "team-a"
@@ -147,10 +151,11 @@ def test_adopt_where_policy_allows() -> None:
 
 def test_gate_withholds_flux_until_the_ocm_component_is_ready_at_the_version() -> None:
     xr, policy = load()
-    first = by_key(run(xr, policy))
-    assert "flux-helmrelease" not in first and "ocm-component" in first
-    second = by_key(run(xr, policy, observed=observed("helm")))
-    assert {"flux-ocirepository", "flux-helmrelease"} <= set(second)
+    renders, _ = asyncio.run(converge(xr, policy))
+    second = by_key(renders[1])  # the Namespaces exist: the Component and the deployer are composed
+    assert "flux-helmrelease" not in second and "ocm-component" in second
+    assert renders[1].xr["status"]["blockedBy"]["reason"] == "Creating"
+    assert {"flux-ocirepository", "flux-helmrelease"} <= set(by_key(renders[2]))
     wrong = observed("helm")
     for o in wrong:
         if o["kind"] == "Component":
@@ -180,8 +185,9 @@ def test_readiness_and_blocked_by_contract() -> None:
     assert cond["type"] == "DeploymentReady" and cond["status"] == "True"
     first = asyncio.run(render(xr, policy))
     blocked = first.xr["status"]["blockedBy"]
-    assert (blocked["kind"], blocked["name"], blocked["reason"]) == ("Namespace", "sack8s-podinfo", "Creating")
+    assert (blocked["kind"], blocked["name"], blocked["reason"]) == ("Namespace", "sack8s-podinfo", "WaitingForNamespace")
     assert first.xr["status"]["conditions"][0]["status"] == "False"
+    assert first.xr["status"]["conditions"][0]["reason"] == "WaitingForNamespace"
     obs = observed("helm")
     for o in obs:
         if o["kind"] == "HelmRelease":
@@ -250,21 +256,9 @@ def test_no_plain_http_means_no_insecure() -> None:
     assert "insecure" not in src and src["certSecretRef"] == {"name": "registry-ca"}
 
 
-def test_deletion_order_usages() -> None:
-    xr, policy = load()
-    got = by_key(run(xr, policy, observed=observed("helm")))
-    usages = [o for o in got.values() if o["kind"] == "Usage"]
-    by_flux = {(u["spec"]["of"]["kind"], u["spec"]["of"]["resourceRef"].get("namespace")) for u in usages if u["spec"]["by"]["kind"] == "HelmRelease"}
-    assert ("ServiceAccount", "sack8s-podinfo") in by_flux and ("RoleBinding", "podinfo") in by_flux and ("ExternalSecret", "podinfo") in by_flux
-    ns_usages = [u for u in usages if u["spec"]["of"]["kind"] == "Namespace"]
-    assert {u["spec"]["of"]["resourceRef"]["name"] for u in ns_usages} == {"podinfo", "sack8s-podinfo"}
-    for u in ns_usages:
-        assert u["metadata"]["namespace"] == u["spec"]["of"]["resourceRef"]["name"]
-
-
 def test_registry_credential_template_cannot_be_broken_by_a_quote() -> None:
     """The dockerconfigjson is assembled by toJson, never by string concatenation of secret values."""
     xr, policy = load()
-    got = by_key(run(xr, policy))
+    got = by_key(run(xr, policy, observed=observed("helm")))
     tpl = got["externalsecret-pull-podinfo"]["spec"]["target"]["template"]["data"][".dockerconfigjson"]
     assert "| toJson" in tpl and '"{{' not in tpl and ".password" in tpl

@@ -75,7 +75,7 @@ def test_request_and_result_counters_in_process() -> None:
     assert delta("sack8s_requests_total", {"outcome": "composed"}) == 1
     assert delta("sack8s_requests_total", {"outcome": "fatal"}) == 1
     assert delta("sack8s_results_total", {"severity": "Fatal", "reason": "PolicyViolation"}) == 1
-    assert delta("sack8s_results_total", {"severity": "Normal", "reason": "WaitingForOCMComponent"}) == 1
+    assert delta("sack8s_results_total", {"severity": "Normal", "reason": "WaitingForNamespace"}) == 1
     assert delta("sack8s_request_duration_seconds_count") == 3
 
 

@@ -8,34 +8,17 @@ objects once the gate opens, then the Usages. Usage: python examples/observed/ma
 """
 
 import asyncio
-
-from crossplane.function import logging
-import copy
+import sys
 from pathlib import Path
 
-from function.render import dump_yaml, input_from_composition, load_docs, render
+from crossplane.function import logging
+
+from function.render import dump_yaml, input_from_composition, load_docs
+
+sys.path.insert(0, "tests")
+from support.settle import converge, settle  # noqa: E402 - the tests' stand-in for a settled cluster
 
 EXAMPLES = {"helm": "examples/xr.yaml", "kustomize": "examples/xr-kustomize.yaml"}
-
-
-def settle(resources):
-    out = []
-    for obj in resources:
-        o = copy.deepcopy(obj)
-        o["metadata"]["generation"] = 1
-        if o["kind"] not in ("Namespace", "ServiceAccount", "Role", "RoleBinding"):
-            o["status"] = {
-                "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "Ready", "lastTransitionTime": "2026-12-01T00:00:00Z"}],
-                "observedGeneration": 1,
-            }
-            if o["kind"] == "Component":
-                o["status"]["component"] = {
-                    "component": o["spec"]["component"],
-                    "version": o["spec"]["semver"],
-                    "repositorySpec": {"type": "OCIRegistry", "baseUrl": "http://127.0.0.1:5000", "subPath": "source"},
-                }
-        out.append(o)
-    return out
 
 
 async def main() -> None:
@@ -43,13 +26,8 @@ async def main() -> None:
     policy = input_from_composition(load_docs(["examples/composition.yaml"])[0], "composition")
     for flavour, xr_file in EXAMPLES.items():
         xr = load_docs([xr_file])[0]
-        out = await render(xr, policy)
-        for _ in range(8):
-            again = await render(xr, policy, observed=settle(out.resources))
-            if [r["metadata"]["annotations"] for r in again.resources] == [r["metadata"]["annotations"] for r in out.resources]:
-                break
-            out = again
-        second = out
+        renders, _ = await converge(xr, policy)
+        second = renders[-1]
         path = Path("examples/observed") / flavour / "observed.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(
