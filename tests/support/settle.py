@@ -46,7 +46,7 @@ def keys(rendered: Rendered) -> list[str]:
 def with_status(xr: Mapping[str, Any], rendered: Rendered) -> dict[str, Any]:
     """The XR as the next request observes it: the status the last reconcile wrote."""
     out = copy.deepcopy(dict(xr))
-    out["status"] = {k: v for k, v in (rendered.xr.get("status") or {}).items() if k != "conditions"}
+    out["status"] = copy.deepcopy({k: v for k, v in (rendered.xr.get("status") or {}).items() if k != "conditions"})
     return out
 
 
