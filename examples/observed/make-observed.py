@@ -13,20 +13,25 @@ from pathlib import Path
 
 from crossplane.function import logging
 
-from function.render import dump_yaml, input_from_composition, load_docs
+from function.render import claim_to_xr, dump_yaml, input_from_composition, load_docs
 
 sys.path.insert(0, "tests")
 from support.settle import converge, settle  # noqa: E402 - the tests' stand-in for a settled cluster
 
-EXAMPLES = {"helm": "examples/xr.yaml", "kustomize": "examples/xr-kustomize.yaml"}
+# name: (XR or claim, Composition, required resources)
+EXAMPLES = {
+    "helm": ("examples/xr.yaml", "examples/composition.yaml", None),
+    "kustomize": ("examples/xr-kustomize.yaml", "examples/composition.yaml", None),
+    "claim": ("examples/claim.yaml", "examples/composition-claim.yaml", "examples/required"),
+}
 
 
 async def main() -> None:
     logging.configure(logging.Level.DISABLED)
-    policy = input_from_composition(load_docs(["examples/composition.yaml"])[0], "composition")
-    for flavour, xr_file in EXAMPLES.items():
-        xr = load_docs([xr_file])[0]
-        renders, _ = await converge(xr, policy)
+    for flavour, (xr_file, composition, required) in EXAMPLES.items():
+        policy = input_from_composition(load_docs([composition])[0], composition)
+        xr = claim_to_xr(load_docs([xr_file])[0])
+        renders, _ = await converge(xr, policy, required=load_docs([required]) if required else [])
         second = renders[-1]
         path = Path("examples/observed") / flavour / "observed.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)

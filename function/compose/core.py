@@ -171,6 +171,8 @@ def compose(inp: CoreInput) -> CoreOutput:
     for u in usages.build(ctx, {**built, **flux_objs}, release_key, namespaces.key_deploy()):
         if u.key in inp.observed or (u.of_key in desired and u.of_key in inp.observed and u.by_key in desired):
             desired[u.key] = u.obj
+    for key in gates.namespace_waits(desired, inp.observed):  # a Usage goes where its by lives
+        del desired[key]
 
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
     blocked = readiness.first_blocker(desired, ready, inp.observed)

@@ -71,7 +71,7 @@ CASES = [
         COMPOSITION,
         EXAMPLES / "observed" / "kustomize",
     ),
-    Case("claim", EXAMPLES / "claim.yaml", COMPOSITION_CLAIM, required=EXAMPLES / "required"),
+    Case("claim", EXAMPLES / "claim.yaml", COMPOSITION_CLAIM, EXAMPLES / "observed" / "claim", EXAMPLES / "required"),
 ]
 
 

@@ -27,9 +27,9 @@ def settle(resources: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "conditions": [
                     {"type": "Ready", "status": "True", "reason": "Ready", "message": "Ready", "lastTransitionTime": READY_AT}
                 ],
-                "observedGeneration": 1,
             }
-            if o["kind"] == "Component":
+            if o["kind"] == "Component":  # the OCM controller: Ready for the generation it reconciled
+                o["status"]["observedGeneration"] = 1
                 o["status"]["component"] = {
                     "component": o["spec"]["component"],
                     "version": o["spec"]["semver"],
