@@ -24,7 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def load():
     xr = load_docs([REPO / "examples/xr.yaml"])[0]
-    policy = input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "composition")
+    policy = input_from_composition(
+        load_docs([REPO / "examples/composition.yaml"])[0], "composition"
+    )
     return xr, policy
 
 
@@ -44,9 +46,15 @@ def test_a_warning_is_sent_once_and_kept_in_status() -> None:
     xr, policy = load()
     first = asyncio.run(render(xr, policy, observed=observed()))
     sent = warnings(first)
-    assert len(sent) == 2 and all(r.reason == "ConfigDataWarning" for r in first.results if r.severity == fnv1.SEVERITY_WARNING)
+    assert len(sent) == 2 and all(
+        r.reason == "ConfigDataWarning"
+        for r in first.results
+        if r.severity == fnv1.SEVERITY_WARNING
+    )
     listed = first.xr["status"]["warnings"]
-    assert [w["message"] for w in listed] == sent and {w["reason"] for w in listed} == {"ConfigDataWarning"}
+    assert [w["message"] for w in listed] == sent and {w["reason"] for w in listed} == {
+        "ConfigDataWarning"
+    }
     cond = condition(first, "ConfigDataWarnings")
     assert (cond["status"], cond["reason"]) == ("True", "Found") and sent[0] in cond["message"]
 
@@ -54,7 +62,10 @@ def test_a_warning_is_sent_once_and_kept_in_status() -> None:
     assert warnings(again) == [], "re-sent although the XR status shows it was reported"
     assert again.xr["status"]["warnings"] == listed
     assert condition(again, "ConfigDataWarnings")["status"] == "True"
-    assert again.yaml() == asyncio.run(render(with_status(xr, first), policy, observed=observed())).yaml()
+    assert (
+        again.yaml()
+        == asyncio.run(render(with_status(xr, first), policy, observed=observed())).yaml()
+    )
 
 
 def test_a_changed_warning_is_sent_and_a_gone_one_clears() -> None:
@@ -69,7 +80,9 @@ def test_a_changed_warning_is_sent_and_a_gone_one_clears() -> None:
     # reconcile listed two: the list empties and the condition clears, without an event.
     kustomize = load_docs([REPO / "examples/xr-kustomize.yaml"])[0]
     kustomize["status"] = copy.deepcopy(earlier["status"])
-    out = asyncio.run(render(kustomize, policy, observed=load_docs([REPO / "examples/observed/kustomize"])))
+    out = asyncio.run(
+        render(kustomize, policy, observed=load_docs([REPO / "examples/observed/kustomize"]))
+    )
     assert out.xr["status"]["warnings"] == [] and warnings(out) == []
     cond = condition(out, "ConfigDataWarnings")
     assert (cond["status"], cond["reason"]) == ("False", "None")
@@ -79,7 +92,9 @@ def test_waiting_notes_are_sent_when_what_blocks_changes() -> None:
     xr, policy = load()
     renders, _ = asyncio.run(converge(xr, policy))
     # Each reconcile of the first deployment blocks on something new: each note once.
-    normal = [[r.reason for r in out.results if r.severity == fnv1.SEVERITY_NORMAL] for out in renders]
+    normal = [
+        [r.reason for r in out.results if r.severity == fnv1.SEVERITY_NORMAL] for out in renders
+    ]
     assert normal[0] == ["WaitingForNamespace"]
     # The same blocker as the last reconcile wrote: nothing re-sent.
     first = renders[0]
@@ -89,10 +104,25 @@ def test_waiting_notes_are_sent_when_what_blocks_changes() -> None:
 
 
 def test_emission_is_a_pure_function_of_the_observed_status() -> None:
-    notes = [Note("Warning", "ConfigDataWarning", "a"), Note("Warning", "ConfigDataWarning", "a"), Note("Normal", "WaitingForOCMComponent", "w")]
+    notes = [
+        Note("Warning", "ConfigDataWarning", "a"),
+        Note("Warning", "ConfigDataWarning", "a"),
+        Note("Normal", "WaitingForOCMComponent", "w"),
+    ]
     blocked = Blocker("Component", "podinfo", "sack8s-podinfo", "WaitingForOCMComponent", "x")
     assert to_emit(notes, blocked, {}) == [notes[0], notes[2]]  # duplicates once
-    before = {"warnings": [{"reason": "ConfigDataWarning", "message": "a"}],
-              "blockedBy": {"kind": "Component", "name": "podinfo", "namespace": "sack8s-podinfo", "reason": "WaitingForOCMComponent", "message": "older"}}
+    before = {
+        "warnings": [{"reason": "ConfigDataWarning", "message": "a"}],
+        "blockedBy": {
+            "kind": "Component",
+            "name": "podinfo",
+            "namespace": "sack8s-podinfo",
+            "reason": "WaitingForOCMComponent",
+            "message": "older",
+        },
+    }
     assert to_emit(notes, blocked, before) == []
-    assert to_emit(notes, blocked, {"warnings": "garbage", "blockedBy": ["x"]}) == [notes[0], notes[2]]
+    assert to_emit(notes, blocked, {"warnings": "garbage", "blockedBy": ["x"]}) == [
+        notes[0],
+        notes[2],
+    ]

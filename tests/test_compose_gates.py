@@ -24,7 +24,9 @@ PEM = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowt
 
 def load(xr_file: str = "examples/xr.yaml"):
     xr = load_docs([REPO / xr_file])[0]
-    policy = input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "composition")
+    policy = input_from_composition(
+        load_docs([REPO / "examples/composition.yaml"])[0], "composition"
+    )
     return xr, policy
 
 
@@ -67,12 +69,18 @@ def test_first_reconcile_composes_only_the_namespaces() -> None:
     assert set(by_key(out)) == {"namespace-deploy", "namespace-podinfo"}
     assert all("namespace" not in o["metadata"] for o in out.resources)
     blocked = out.xr["status"]["blockedBy"]
-    assert (blocked["kind"], blocked["name"], blocked["reason"]) == ("Namespace", "sack8s-podinfo", "WaitingForNamespace")
+    assert (blocked["kind"], blocked["name"], blocked["reason"]) == (
+        "Namespace",
+        "sack8s-podinfo",
+        "WaitingForNamespace",
+    )
     assert "composed objects wait for it" in blocked["message"]
     ready = condition(out, "DeploymentReady")
     assert (ready["status"], ready["reason"]) == ("False", "WaitingForNamespace")
     assert ready["message"].startswith("Namespace sack8s-podinfo: not created yet")
-    assert [r.reason for r in out.results if r.severity == fnv1.SEVERITY_NORMAL] == ["WaitingForNamespace"]
+    assert [r.reason for r in out.results if r.severity == fnv1.SEVERITY_NORMAL] == [
+        "WaitingForNamespace"
+    ]
 
 
 def test_objects_follow_their_namespace_one_by_one() -> None:
@@ -119,12 +127,16 @@ def test_version_change_keeps_flux_at_the_observed_digest_and_values() -> None:
     obs = observed()
     # What 6.2.0 deployed, told apart from anything 6.3.0 computes (the example's two versions
     # localize the same image): a closed gate must keep exactly what is observed.
-    next(o for o in obs if o["kind"] == "HelmRelease")["spec"]["values"]["image"]["tag"] = "observed-tag"
+    next(o for o in obs if o["kind"] == "HelmRelease")["spec"]["values"]["image"]["tag"] = (
+        "observed-tag"
+    )
     xr["status"] = {"deploy": {"version": "6.2.0"}}
     xr["spec"]["component"]["version"] = "6.3.0"
     xr["spec"]["values"]["inline"]["replicas"] = 3  # new values too: they wait with the version
     policy["flux"] = {"driftDetection": "warn"}  # a change that does not depend on the version
-    before = {k: v for k, v in by_key(asyncio.run(render(load()[0], load()[1], observed=obs))).items()}
+    before = {
+        k: v for k, v in by_key(asyncio.run(render(load()[0], load()[1], observed=obs))).items()
+    }
     out = run(xr, policy, observed=obs)
     got = by_key(out)
     seen = {o["metadata"]["annotations"][KEY]: o for o in obs}
@@ -147,7 +159,9 @@ def test_version_change_keeps_flux_at_the_observed_digest_and_values() -> None:
             o["status"]["component"]["version"] = "6.3.0"
     out = run(xr, policy, observed=moved)
     now = by_key(out)
-    assert now["flux-ocirepository"]["spec"]["ref"] != seen["flux-ocirepository"]["spec"]["ref"], "6.3.0 has its own chart"
+    assert now["flux-ocirepository"]["spec"]["ref"] != seen["flux-ocirepository"]["spec"]["ref"], (
+        "6.3.0 has its own chart"
+    )
     assert now["flux-helmrelease"]["spec"]["values"]["image"]["tag"].startswith("sha256:")
     assert out.xr["status"]["deploy"]["version"] == "6.3.0" and "blockedBy" not in out.xr["status"]
     assert before["flux-ocirepository"]["spec"]["ref"] == seen["flux-ocirepository"]["spec"]["ref"]
@@ -156,11 +170,16 @@ def test_version_change_keeps_flux_at_the_observed_digest_and_values() -> None:
 def test_kustomize_patches_are_held_too() -> None:
     xr, policy = load("examples/xr-kustomize.yaml")
     obs = observed("kustomize")
-    next(o for o in obs if o["kind"] == "Kustomization")["spec"]["patches"][0]["patch"] = "observed patch"
+    next(o for o in obs if o["kind"] == "Kustomization")["spec"]["patches"][0]["patch"] = (
+        "observed patch"
+    )
     xr["spec"]["component"]["version"] = "6.3.0"
     got = by_key(run(xr, policy, observed=obs))
     seen = {o["metadata"]["annotations"][KEY]: o for o in obs}
-    assert got["flux-kustomization"]["spec"]["patches"] == seen["flux-kustomization"]["spec"]["patches"]
+    assert (
+        got["flux-kustomization"]["spec"]["patches"]
+        == seen["flux-kustomization"]["spec"]["patches"]
+    )
     assert got["flux-kustomization"]["spec"]["patches"][0]["patch"] == "observed patch"
     assert got["flux-ocirepository"]["spec"]["ref"] == seen["flux-ocirepository"]["spec"]["ref"]
 
@@ -169,11 +188,18 @@ def test_a_component_that_is_not_ready_holds_new_values_at_the_same_version() ->
     """E.g. its signature no longer verifies: nothing new reaches Flux, not even values."""
     xr, policy = load()
     obs = observed()
-    next(o for o in obs if o["kind"] == "HelmRelease")["spec"]["values"]["image"]["tag"] = "observed-tag"
-    component(obs)["status"]["conditions"][0].update(status="False", reason="VerificationFailed", message="signature mismatch")
+    next(o for o in obs if o["kind"] == "HelmRelease")["spec"]["values"]["image"]["tag"] = (
+        "observed-tag"
+    )
+    component(obs)["status"]["conditions"][0].update(
+        status="False", reason="VerificationFailed", message="signature mismatch"
+    )
     out = run(xr, policy, observed=obs)
     seen = {o["metadata"]["annotations"][KEY]: o for o in obs}
-    assert by_key(out)["flux-helmrelease"]["spec"]["values"] == seen["flux-helmrelease"]["spec"]["values"]
+    assert (
+        by_key(out)["flux-helmrelease"]["spec"]["values"]
+        == seen["flux-helmrelease"]["spec"]["values"]
+    )
     blocked = out.xr["status"]["blockedBy"]
     assert (blocked["kind"], blocked["reason"]) == ("Component", "VerificationFailed")
 
@@ -191,9 +217,18 @@ def test_a_flux_object_not_yet_observed_is_not_created_while_the_gate_is_closed(
 @pytest.mark.parametrize(
     "version, ok",
     [
-        ("6.2.0", True), ("v6.2.0", True), ("6.2", True), ("1.0.0-rc.1+build.5", True), ("2024.01.05", True),
-        ("latest", False), ("1.2.3.4", False), ("1.0.0-01", False), ("", False), ("6.2.0 ", False),
-        ("99999999999999999999.0.0", False), ("main-3f2a", False),
+        ("6.2.0", True),
+        ("v6.2.0", True),
+        ("6.2", True),
+        ("1.0.0-rc.1+build.5", True),
+        ("2024.01.05", True),
+        ("latest", False),
+        ("1.2.3.4", False),
+        ("1.0.0-01", False),
+        ("", False),
+        ("6.2.0 ", False),
+        ("99999999999999999999.0.0", False),
+        ("main-3f2a", False),
     ],
 )
 def test_versions_the_ocm_controller_reads_as_one_version(version: str, ok: bool) -> None:
@@ -205,7 +240,9 @@ def test_a_version_the_controller_refuses_is_a_fatal_at_admission() -> None:
     xr["spec"]["component"]["version"] = "latest"
     out = asyncio.run(render(xr, policy))
     assert out.fatal is not None and out.fatal.reason == "InvalidClaim"
-    assert out.fatal.message.startswith("spec.component.version: 'latest' is neither a semantic version nor a version range")
+    assert out.fatal.message.startswith(
+        "spec.component.version: 'latest' is neither a semantic version nor a version range"
+    )
     assert "terminal error" in out.fatal.message
     policy["ocm"] = {"enabled": False}  # no OCM controller involved: the tag is looked up as usual
     out = asyncio.run(render(xr, policy))
@@ -222,13 +259,20 @@ def component_schema(crds_dir: Path) -> Validator:
 
 def test_the_policy_makes_the_component_verify_signatures(component_schema: Validator) -> None:
     xr, policy = load()
-    policy["ocm"] = {"verify": [{"signature": "acme", "publicKey": PEM}, {"signature": "ops", "secretRef": {"name": "ops-keys"}}]}
+    policy["ocm"] = {
+        "verify": [
+            {"signature": "acme", "publicKey": PEM},
+            {"signature": "ops", "secretRef": {"name": "ops-keys"}},
+        ]
+    }
     comp = by_key(run(xr, policy, observed=observed()))["ocm-component"]
     assert comp["spec"]["verify"] == [
         {"signature": "acme", "value": base64.b64encode(PEM.encode()).decode()},
         {"signature": "ops", "secretRef": {"name": "ops-keys"}},
     ]
-    assert base64.b64decode(comp["spec"]["verify"][0]["value"]).decode() == PEM  # the controller decodes it
+    assert (
+        base64.b64decode(comp["spec"]["verify"][0]["value"]).decode() == PEM
+    )  # the controller decodes it
     assert component_schema.problems(comp) == []
 
 
@@ -240,14 +284,18 @@ def test_the_gate_opens_only_for_a_component_that_verifies() -> None:
     assert "flux-helmrelease" not in by_key(out)
     assert "does not verify signature(s) acme" in out.xr["status"]["blockedBy"]["message"]
     held = run(xr, policy, observed=obs)
-    assert held.xr["status"]["blockedBy"]["reason"] == "WaitingForOCMComponent"  # observed Flux held
+    assert (
+        held.xr["status"]["blockedBy"]["reason"] == "WaitingForOCMComponent"
+    )  # observed Flux held
 
     verified = copy.deepcopy(obs)
     comp = component(verified)
     comp["spec"]["verify"] = by_key(out)["ocm-component"]["spec"]["verify"]
     comp["metadata"]["generation"] = 2
     out = run(xr, policy, observed=without(verified, "flux-helmrelease", "flux-ocirepository"))
-    assert "flux-helmrelease" not in by_key(out), "Ready is from generation 1, before verify was set"
+    assert "flux-helmrelease" not in by_key(out), (
+        "Ready is from generation 1, before verify was set"
+    )
     assert "has not reconciled its current spec" in out.xr["status"]["blockedBy"]["message"]
     comp["status"]["observedGeneration"] = 2
     out = run(xr, policy, observed=without(verified, "flux-helmrelease", "flux-ocirepository"))
@@ -258,10 +306,24 @@ def test_the_gate_opens_only_for_a_component_that_verifies() -> None:
     "ocm, text",
     [
         ({"verify": [{"signature": "a"}]}, "exactly one of publicKey and secretRef"),
-        ({"verify": [{"signature": "a", "publicKey": PEM, "secretRef": {"name": "k"}}]}, "exactly one of"),
+        (
+            {"verify": [{"signature": "a", "publicKey": PEM, "secretRef": {"name": "k"}}]},
+            "exactly one of",
+        ),
         ({"verify": [{"signature": "a", "publicKey": "c2VjcmV0"}]}, "must be PEM"),
-        ({"gate": False, "verify": [{"signature": "a", "publicKey": PEM}]}, "verify needs enabled and gate"),
-        ({"verify": [{"signature": "a", "publicKey": PEM}, {"signature": "a", "publicKey": PEM}]}, "twice"),
+        (
+            {"gate": False, "verify": [{"signature": "a", "publicKey": PEM}]},
+            "verify needs enabled and gate",
+        ),
+        (
+            {
+                "verify": [
+                    {"signature": "a", "publicKey": PEM},
+                    {"signature": "a", "publicKey": PEM},
+                ]
+            },
+            "twice",
+        ),
     ],
 )
 def test_bad_verify_policy_is_one_clear_error(ocm: dict[str, Any], text: str) -> None:
@@ -269,5 +331,7 @@ def test_bad_verify_policy_is_one_clear_error(ocm: dict[str, Any], text: str) ->
     policy["ocm"] = ocm
     out = asyncio.run(render(xr, policy))
     assert out.fatal is not None and out.fatal.reason == "InvalidFunctionInput", out.fatal
-    assert out.fatal.message.startswith("input.ocm") and text in out.fatal.message, out.fatal.message
+    assert out.fatal.message.startswith("input.ocm") and text in out.fatal.message, (
+        out.fatal.message
+    )
     assert len(out.results) == 1

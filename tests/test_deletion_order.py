@@ -62,7 +62,10 @@ def scenario(name: str) -> tuple[list[dict[str, Any]], str]:
     else:
         xr, policy = _load()
     if name == "several-namespaces":
-        xr["spec"]["namespaces"] += [{"name": "podinfo-extra", "mode": "create"}, {"name": "shared-tools", "mode": "existing"}]
+        xr["spec"]["namespaces"] += [
+            {"name": "podinfo-extra", "mode": "create"},
+            {"name": "shared-tools", "mode": "existing"},
+        ]
         required.append(_ns("shared-tools"))
     if name == "only-existing":
         xr["spec"]["namespaces"] = [{"name": "podinfo", "mode": "existing"}]
@@ -79,7 +82,15 @@ def scenario(name: str) -> tuple[list[dict[str, Any]], str]:
     return last.resources, flavour
 
 
-SCENARIOS = ["helm", "kustomize", "claim", "several-namespaces", "only-existing", "shared-deploy-namespace", "adopt"]
+SCENARIOS = [
+    "helm",
+    "kustomize",
+    "claim",
+    "several-namespaces",
+    "only-existing",
+    "shared-deploy-namespace",
+    "adopt",
+]
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +106,9 @@ def ident(obj: dict[str, Any]) -> tuple[str, str, str, str]:
     return group, obj["kind"], obj["metadata"].get("namespace") or "", obj["metadata"]["name"]
 
 
-def resolve(ref: dict[str, Any], namespace: str, objects: list[dict[str, Any]]) -> dict[str, Any] | None:
+def resolve(
+    ref: dict[str, Any], namespace: str, objects: list[dict[str, Any]]
+) -> dict[str, Any] | None:
     group = ref["apiVersion"].split("/")[0] if "/" in ref["apiVersion"] else ""
     ns = "" if ref["kind"] in CLUSTER_SCOPED else namespace
     want = (group, ref["kind"], ns, ref["resourceRef"]["name"])
@@ -110,35 +123,57 @@ def test_usage_graph_orders_everything_after_the_flux_release(rendered) -> None:
         protected_by: dict[tuple, list[dict[str, Any]]] = {}
         for u in usages:
             spec, ns = u["spec"], u["metadata"]["namespace"]
-            assert spec["of"]["kind"] not in CLUSTER_SCOPED, f"{name}: a namespaced Usage of a cluster-scoped object protects nothing"
+            assert spec["of"]["kind"] not in CLUSTER_SCOPED, (
+                f"{name}: a namespaced Usage of a cluster-scoped object protects nothing"
+            )
             by = resolve(spec["by"], ns, objects)
-            assert by is not None and by["metadata"].get("namespace") == ns, f"{name}: Usage {u['metadata']['name']} not in its by's namespace"
+            assert by is not None and by["metadata"].get("namespace") == ns, (
+                f"{name}: Usage {u['metadata']['name']} not in its by's namespace"
+            )
             of = resolve(spec["of"], spec["of"]["resourceRef"].get("namespace", ns), objects)
-            assert of is not None, f"{name}: Usage {u['metadata']['name']} protects nothing composed"
+            assert of is not None, (
+                f"{name}: Usage {u['metadata']['name']} protects nothing composed"
+            )
             assert spec["replayDeletion"] is True
             protected_by.setdefault(ident(of), []).append(by)
         for o in objects:
             if o["kind"] in PROTECTED:
                 bys = protected_by.get(ident(o), [])
-                assert [ident(b) for b in bys] == [ident(release)], f"{name}: {ident(o)} is not kept by the Flux release"
+                assert [ident(b) for b in bys] == [ident(release)], (
+                    f"{name}: {ident(o)} is not kept by the Flux release"
+                )
         for cu in cluster_usages:
             spec = cu["spec"]
-            assert "namespace" not in cu["metadata"] and "namespace" not in spec["of"]["resourceRef"]
+            assert (
+                "namespace" not in cu["metadata"] and "namespace" not in spec["of"]["resourceRef"]
+            )
             of, by = resolve(spec["of"], "", objects), resolve(spec["by"], "", objects)
-            assert of is not None and by is not None and {of["kind"], by["kind"]} <= CLUSTER_SCOPED, name
+            assert (
+                of is not None and by is not None and {of["kind"], by["kind"]} <= CLUSTER_SCOPED
+            ), name
         deploy_ns = release["metadata"]["namespace"]
         composed_ns = {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"}
         targets = composed_ns - {deploy_ns}
-        held_by = {cu["spec"]["by"]["resourceRef"]["name"] for cu in cluster_usages if cu["spec"]["of"]["resourceRef"]["name"] == deploy_ns}
+        held_by = {
+            cu["spec"]["by"]["resourceRef"]["name"]
+            for cu in cluster_usages
+            if cu["spec"]["of"]["resourceRef"]["name"] == deploy_ns
+        }
         if deploy_ns in composed_ns:
-            assert held_by == targets, f"{name}: the deploy namespace must wait for every target namespace"
+            assert held_by == targets, (
+                f"{name}: the deploy namespace must wait for every target namespace"
+            )
         else:
             assert not cluster_usages, name
         for t in targets:  # each holder itself outlives the release: it holds a protected object
-            assert any(o["metadata"].get("namespace") == t and o["kind"] in PROTECTED for o in objects), (name, t)
+            assert any(
+                o["metadata"].get("namespace") == t and o["kind"] in PROTECTED for o in objects
+            ), (name, t)
     # The scenarios cover what the graph has to handle.
     kinds = {name: {o["kind"] for o in objs} for name, (objs, _) in rendered.items()}
-    assert "ClusterUsage" in kinds["helm"] and "ClusterUsage" not in kinds["shared-deploy-namespace"]
+    assert (
+        "ClusterUsage" in kinds["helm"] and "ClusterUsage" not in kinds["shared-deploy-namespace"]
+    )
     assert "ClusterUsage" not in kinds["only-existing"]
 
 
@@ -161,15 +196,27 @@ def webhook_protects(usage: dict[str, Any], obj: dict[str, Any]) -> bool:
     namespace) for a Usage, (…, "") for a ClusterUsage; lookup (…, the object's namespace)."""
     of = usage["spec"]["of"]
     ref = of["resourceRef"]
-    if (_group(of["apiVersion"]), of["kind"], ref["name"]) != (_group(obj["apiVersion"]), obj["kind"], obj["metadata"]["name"]):
+    if (_group(of["apiVersion"]), of["kind"], ref["name"]) != (
+        _group(obj["apiVersion"]),
+        obj["kind"],
+        obj["metadata"]["name"],
+    ):
         return False
-    indexed_ns = "" if usage["kind"] == "ClusterUsage" else ref.get("namespace", usage["metadata"]["namespace"])
+    indexed_ns = (
+        ""
+        if usage["kind"] == "ClusterUsage"
+        else ref.get("namespace", usage["metadata"]["namespace"])
+    )
     return indexed_ns == (obj["metadata"].get("namespace") or "")
 
 
 def _by_exists(usage: dict[str, Any], live: dict[tuple, dict[str, Any]]) -> bool:
     by = usage["spec"]["by"]
-    ns = "" if usage["kind"] == "ClusterUsage" or by["kind"] in CLUSTER_SCOPED else usage["metadata"]["namespace"]
+    ns = (
+        ""
+        if usage["kind"] == "ClusterUsage" or by["kind"] in CLUSTER_SCOPED
+        else usage["metadata"]["namespace"]
+    )
     return (_group(by["apiVersion"]), by["kind"], ns, by["resourceRef"]["name"]) in live
 
 
@@ -177,17 +224,31 @@ def delete_claim(objects: list[dict[str, Any]], flavour: str) -> Outcome:
     """What happens, round by round, after the XR is deleted (background propagation)."""
     release = next(o for o in objects if o["kind"] in RELEASES)
     target = release["spec"]["targetNamespace"]
-    extra = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "podinfo", "namespace": target}}]
+    extra = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "podinfo", "namespace": target},
+        }
+    ]
     if flavour == "helm":  # Helm's release storage, written by helm-controller, composed by nobody
         storage = release["spec"]["storageNamespace"]
-        extra.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sh.helm.release.v1.podinfo.v1", "namespace": storage}})
+        extra.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "sh.helm.release.v1.podinfo.v1", "namespace": storage},
+            }
+        )
     live = {ident(o): o for o in [*objects, *extra]}
     requested = {ident(o) for o in objects}  # the garbage collector: the owner (XR) is gone
     terminating: dict[tuple, int] = {}
     out = Outcome()
     for rnd in range(1, 200):
         for ns_id in [i for i in terminating if i[1] == "Namespace"]:
-            requested |= {i for i in live if i[2] == ns_id[3]}  # the namespace controller deletes content
+            requested |= {
+                i for i in live if i[2] == ns_id[3]
+            }  # the namespace controller deletes content
         for i in sorted(requested - set(terminating)):
             if i not in live:
                 continue
@@ -213,7 +274,11 @@ def delete_claim(objects: list[dict[str, Any]], flavour: str) -> Outcome:
                 del live[i]
                 out.gone[i] = rnd
         # The Flux finalizer runs a round after its deletion, once what went alongside is gone.
-        for i in [i for i in terminating if i in live and live[i]["kind"] in RELEASES and terminating[i] < rnd]:
+        for i in [
+            i
+            for i in terminating
+            if i in live and live[i]["kind"] in RELEASES and terminating[i] < rnd
+        ]:
             out.failures += _uninstall(live[i], live, flavour)
             del live[i]
             out.gone[i] = rnd
@@ -223,7 +288,9 @@ def delete_claim(objects: list[dict[str, Any]], flavour: str) -> Outcome:
     return out
 
 
-def _uninstall(release: dict[str, Any], live: dict[tuple, dict[str, Any]], flavour: str) -> list[str]:
+def _uninstall(
+    release: dict[str, Any], live: dict[tuple, dict[str, Any]], flavour: str
+) -> list[str]:
     """The Flux finalizer: uninstall or prune with the deployer's rights; removes the workload."""
     spec, ns = release["spec"], release["metadata"]["namespace"]
     sa = ("", "ServiceAccount", ns, spec["serviceAccountName"])
@@ -255,8 +322,15 @@ def test_deletion_runs_flux_first_and_leaves_nothing(rendered, name) -> None:
     assert out.left == [], (name, out.left)
     release = ident(next(o for o in objects if o["kind"] in RELEASES))
     for o in objects:
-        if o["kind"] in PROTECTED or (o["kind"] == "Namespace" and o["metadata"]["name"] == release[2]):
-            assert out.gone[ident(o)] > out.gone[release], (name, ident(o), out.gone[ident(o)], out.gone[release])
+        if o["kind"] in PROTECTED or (
+            o["kind"] == "Namespace" and o["metadata"]["name"] == release[2]
+        ):
+            assert out.gone[ident(o)] > out.gone[release], (
+                name,
+                ident(o),
+                out.gone[ident(o)],
+                out.gone[release],
+            )
     deploy = ("", "Namespace", "", release[2])
     if deploy in out.gone:  # the deploy namespace goes after every target namespace
         for o in objects:
@@ -270,15 +344,23 @@ def test_the_model_fails_without_the_usages(rendered) -> None:
     objects, flavour = rendered["helm"]
     bare = [o for o in objects if o["kind"] not in USAGES]
     failures = delete_claim(bare, flavour).failures
-    assert any("ServiceAccount" in f for f in failures) and any("storage" in f for f in failures), failures
+    assert any("ServiceAccount" in f for f in failures) and any("storage" in f for f in failures), (
+        failures
+    )
 
     namespaced = []
     for o in objects:
-        if o["kind"] == "ClusterUsage":  # the old design: a Usage in the namespace, of the Namespace
+        if (
+            o["kind"] == "ClusterUsage"
+        ):  # the old design: a Usage in the namespace, of the Namespace
             u = copy.deepcopy(o)
             u["kind"] = "Usage"
             u["metadata"]["namespace"] = o["spec"]["of"]["resourceRef"]["name"]
-            u["spec"]["by"] = {"apiVersion": "v1", "kind": "ServiceAccount", "resourceRef": {"name": "podinfo-deployer"}}
+            u["spec"]["by"] = {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "resourceRef": {"name": "podinfo-deployer"},
+            }
             namespaced.append(u)
         else:
             namespaced.append(o)

@@ -266,8 +266,8 @@ class Status(Model):
     deploy: StatusDeploy | None = None
     warnings: list[StatusWarning] = Field(
         default_factory=list,
-        description="Findings that still compose (e.g. ConfigData warnings), current as of the last "
-        "reconcile; each is sent as a Warning event only when it first appears or changes.",
+        description="Findings that still compose (e.g. ConfigData warnings), current as of the "
+        "last reconcile; each is sent as a Warning event only when it first appears or changes.",
     )
     blockedBy: StatusBlocked | None = Field(
         default=None, description="The composed object that blocks readiness, and why. Empty when ready."

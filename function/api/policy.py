@@ -161,7 +161,9 @@ class OcmVerification(Model):
     """One signature the OCM Component must verify (its ``spec.verify[]``) before Flux deploys."""
 
     signature: str = Field(
-        min_length=1, max_length=253, description="Name of the signature in the component descriptor."
+        min_length=1,
+        max_length=253,
+        description="Name of the signature in the component descriptor.",
     )
     publicKey: str | None = Field(
         default=None,
@@ -171,16 +173,20 @@ class OcmVerification(Model):
     )
     secretRef: SecretName | None = Field(
         default=None,
-        description="A Secret in the deploy namespace holding the public key under a key named like "
-        "the signature (for a shared deploy namespace, or Secrets ops provision themselves).",
+        description="A Secret in the deploy namespace holding the public key under a key named "
+        "like the signature (for a shared deploy namespace, or Secrets ops provision).",
     )
 
     @model_validator(mode="after")
     def _one_key_source(self) -> "OcmVerification":
         if (self.publicKey is None) == (self.secretRef is None):
-            raise ValueError(f"signature {self.signature!r}: set exactly one of publicKey and secretRef")
+            raise ValueError(
+                f"signature {self.signature!r}: set exactly one of publicKey and secretRef"
+            )
         if self.publicKey is not None and not self.publicKey.strip().startswith("-----BEGIN "):
-            raise ValueError(f"signature {self.signature!r}: publicKey must be PEM (-----BEGIN ...)")
+            raise ValueError(
+                f"signature {self.signature!r}: publicKey must be PEM (-----BEGIN ...)"
+            )
         return self
 
 
@@ -188,20 +194,25 @@ class OcmPolicy(Model):
     enabled: bool = Field(default=True, description="Compose OCM delivery.ocm.software objects.")
     gate: bool = Field(
         default=True,
-        description="Compose Flux objects only once the OCM Component is Ready at the resolved version "
-        "(and verifying every verify[] signature); while it is not, Flux objects keep what they deploy.",
+        description="Compose Flux objects only once the OCM Component is Ready at the resolved "
+        "version (and verifying every verify[] signature); until then, Flux objects keep what "
+        "they deploy.",
     )
     interval: str = "10m"
     verify: list[OcmVerification] = Field(
         default_factory=list,
-        description="Signatures the OCM Component verifies (Component spec.verify). The gate opens only "
-        "once the Component is Ready with all of them configured. Needs enabled and gate.",
+        description="Signatures the OCM Component verifies (Component spec.verify). The gate "
+        "opens only once the Component is Ready with all of them configured. Needs enabled "
+        "and gate.",
     )
 
     @model_validator(mode="after")
     def _verify_needs_the_gate(self) -> "OcmPolicy":
         if self.verify and not (self.enabled and self.gate):
-            raise ValueError("verify needs enabled and gate: only the gate makes verification guard what Flux deploys")
+            raise ValueError(
+                "verify needs enabled and gate: only the gate makes verification guard what "
+                "Flux deploys"
+            )
         names = [v.signature for v in self.verify]
         if len(set(names)) != len(names):
             raise ValueError("verify lists a signature twice")

@@ -16,7 +16,18 @@ from typing import Any, Literal, Mapping
 
 from function.api.claim import Spec
 from function.api.policy import Policy
-from function.compose import admission, events, externalsecrets, flux, gates, namespaces, ocmobjects, rbac, readiness, usages
+from function.compose import (
+    admission,
+    events,
+    externalsecrets,
+    flux,
+    gates,
+    namespaces,
+    ocmobjects,
+    rbac,
+    readiness,
+    usages,
+)
 from function.compose.context import Context
 from function.compose.identity import Identity
 from function.configdata.deploy import FluxMutation, mutation_for
@@ -169,7 +180,8 @@ def compose(inp: CoreInput) -> CoreOutput:
     desired.update(plan.objects)
     # A Usage is composed once its ``of`` exists and its ``by`` is composed; an observed one stays.
     for u in usages.build(ctx, {**built, **flux_objs}, release_key, namespaces.key_deploy()):
-        if u.key in inp.observed or (u.of_key in desired and u.of_key in inp.observed and u.by_key in desired):
+        exists = u.of_key in desired and u.of_key in inp.observed
+        if u.key in inp.observed or (exists and u.by_key in desired):
             desired[u.key] = u.obj
     for key in gates.namespace_waits(desired, inp.observed):  # a Usage goes where its by lives
         del desired[key]
@@ -180,24 +192,29 @@ def compose(inp: CoreInput) -> CoreOutput:
     waited = sorted(set(waits.values()))
     if blocked is not None and blocked.kind == "Namespace" and blocked.name in waited:
         count = sum(1 for ns in waits.values() if ns == blocked.name)
-        blocked = readiness.Blocker(
-            "Namespace", blocked.name, None, "WaitingForNamespace", f"not created yet; {count} composed objects wait for it"
-        )
-        notes.append(Note("Normal", "WaitingForNamespace", f"{count} composed objects wait for Namespace {blocked.name}"))
+        why = f"not created yet; {count} composed objects wait for it"
+        blocked = readiness.Blocker("Namespace", blocked.name, None, "WaitingForNamespace", why)
+        why = f"{count} composed objects wait for Namespace {blocked.name}"
+        notes.append(Note("Normal", "WaitingForNamespace", why))
     deployed = cv.version if plan.state == "current" else _deployed_version(inp.xr_status)
     if plan.state != "current" and not gate.open:
         if plan.state == "held":
             kept = deployed or "their observed version"
-            why = f"Flux objects keep the source and values of {kept} until the OCM Component is ready for {cv.version}: {gate.why}"
+            why = (
+                f"Flux objects keep the source and values of {kept} until the OCM Component "
+                f"is ready for {cv.version}: {gate.why}"
+            )
         else:
             why = f"Flux objects wait for the OCM Component: {gate.why}"
         if not waits:  # while Namespaces are awaited, that is the news
             notes.append(Note("Normal", "WaitingForOCMComponent", why))
         if blocked is None:
             comp = desired.get(ocmobjects.key_component(), {}).get("metadata", {})
-            blocked = readiness.Blocker("Component", comp.get("name", ""), comp.get("namespace"), "WaitingForOCMComponent", why)
-    if blocked is None and plan.state == "withheld":  # defensive: withheld always has a blocker above
-        blocked = readiness.Blocker(flux.kind_of(flavour), ctx.flux_name, deploy_ns, "Creating", "not created yet")
+            name, ns = comp.get("name", ""), comp.get("namespace")
+            blocked = readiness.Blocker("Component", name, ns, "WaitingForOCMComponent", why)
+    if blocked is None and plan.state == "withheld":  # defensive: always a blocker above
+        kind = flux.kind_of(flavour)
+        blocked = readiness.Blocker(kind, ctx.flux_name, deploy_ns, "Creating", "not created yet")
 
     status: dict[str, Any] = {
         "component": {

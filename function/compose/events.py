@@ -38,7 +38,12 @@ def current_warnings(notes: list[Note]) -> list[dict[str, str]]:
 def _same_blocker(blocked: Blocker | None, previous: Any) -> bool:
     if blocked is None or not isinstance(previous, Mapping):
         return False
-    was = (previous.get("kind"), previous.get("namespace"), previous.get("name"), previous.get("reason"))
+    was = (
+        previous.get("kind"),
+        previous.get("namespace"),
+        previous.get("name"),
+        previous.get("reason"),
+    )
     return was == (blocked.kind, blocked.namespace, blocked.name, blocked.reason)
 
 
@@ -46,7 +51,9 @@ def to_emit(notes: list[Note], blocked: Blocker | None, previous: Mapping[str, A
     """The notes to send as events, given the XR status the last successful reconcile wrote."""
     seen = previous.get("warnings")
     reported = {
-        (w.get("reason"), w.get("message")) for w in (seen if isinstance(seen, list) else []) if isinstance(w, Mapping)
+        (w.get("reason"), w.get("message"))
+        for w in (seen if isinstance(seen, list) else [])
+        if isinstance(w, Mapping)
     }
     same_blocker = _same_blocker(blocked, previous.get("blockedBy"))
     out: list[Note] = []

@@ -35,7 +35,12 @@ from function.ocm import versions
 # Observed objects whose spec (and generation) the core reads: the Flux objects it may hold,
 # the OCM Component whose verify configuration the gate checks.
 OBSERVED_SPEC_KEYS = frozenset(
-    {flux.key_source(), flux.key_release("helm"), flux.key_release("kustomize"), ocmobjects.key_component()}
+    {
+        flux.key_source(),
+        flux.key_release("helm"),
+        flux.key_release("kustomize"),
+        ocmobjects.key_component(),
+    }
 )
 
 # What a closed gate keeps as observed: everything that follows from the component version.
@@ -48,13 +53,15 @@ HELD_FIELDS = {
 # Masterminds/semver v3 NewVersion (CoerceNewVersion, the default), which the OCM controller's
 # fast path uses for a pinned spec.semver: loose, leading zeros allowed in major.minor.patch.
 _CONTROLLER_VERSION = re.compile(
-    r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*))?(\+([0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*))?"
+    r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?"
+    r"(-([0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*))?"
+    r"(\+([0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*))?"
 )
 _UINT64 = 2**64
 
 
 def controller_accepts(version: str) -> bool:
-    """Whether the OCM controller reads ``version`` as one version (and reports it back as written)."""
+    """Whether the OCM controller reads ``version`` as one version (and reports it as written)."""
     m = _CONTROLLER_VERSION.fullmatch(version or "")
     if not m:
         return False
@@ -67,7 +74,7 @@ def controller_accepts(version: str) -> bool:
 
 
 def check_version(spec: Spec, policy: Policy) -> None:
-    """Admission: with OCM objects composed, the claim's version must be one the controller can reach."""
+    """Admission: with OCM objects composed, the version must be one the controller can reach."""
     if not policy.ocm.enabled:
         return
     text = spec.component.version.strip()
@@ -78,14 +85,15 @@ def check_version(spec: Spec, policy: Policy) -> None:
     except ComponentError:
         raise InvalidClaim(
             "spec.component.version",
-            f"{text[:80]!r} is neither a semantic version nor a version range; the OCM controller refuses "
-            "such a Component.spec.semver as a terminal error, so the deployment could never become ready "
-            "(use a version such as 1.2.3 or a range such as >=1.2 <2)",
+            f"{text[:80]!r} is neither a semantic version nor a version range; the OCM "
+            "controller refuses such a Component.spec.semver as a terminal error, so the "
+            "deployment could never become ready (use a version such as 1.2.3 or a range such "
+            "as >=1.2 <2)",
         ) from None
 
 
 def check_resolved(version: str, policy: Policy) -> None:
-    """After resolution: the version composed into Component.spec.semver must be one the controller accepts."""
+    """After resolution: the version composed into Component.spec.semver must be readable."""
     if policy.ocm.enabled and not controller_accepts(version):
         raise InvalidClaim(
             "spec.component.version",
@@ -97,7 +105,9 @@ def check_resolved(version: str, policy: Policy) -> None:
 # --------------------------------------------------------------------------- Namespaces first
 
 
-def namespace_waits(objects: Mapping[str, Mapping[str, Any]], observed: Mapping[str, Any]) -> dict[str, str]:
+def namespace_waits(
+    objects: Mapping[str, Mapping[str, Any]], observed: Mapping[str, Any]
+) -> dict[str, str]:
     """Keys of the namespaced objects to withhold, each with the Namespace it waits for.
 
     Only Namespaces composed here count (an ``existing`` or shared namespace was checked or is
@@ -137,17 +147,25 @@ def ocm_gate(policy: Policy, observed: Mapping[str, Any] | None, version: str) -
         return Gate(False, "the OCM Component is not created yet")
     cond = readiness.ready_condition(observed) or {}
     if cond.get("status") != "True":
-        return Gate(False, f"the OCM Component is not Ready ({cond.get('reason') or 'no Ready condition yet'})")
+        return Gate(
+            False,
+            f"the OCM Component is not Ready ({cond.get('reason') or 'no Ready condition yet'})",
+        )
     generation = (observed.get("metadata") or {}).get("generation")
     seen_generation = (observed.get("status") or {}).get("observedGeneration")
     if generation is not None and seen_generation is not None and seen_generation != generation:
-        return Gate(False, f"the OCM Component has not reconciled its current spec yet (generation {generation})")
+        return Gate(
+            False,
+            f"the OCM Component has not reconciled its current spec yet (generation {generation})",
+        )
     seen = ((observed.get("status") or {}).get("component") or {}).get("version")
     if seen != version:
         return Gate(False, f"the OCM Component reports version {seen!r}, not {version!r}")
     missing = _has_verify(observed.get("spec"), ocmobjects.verify(policy.ocm))
     if missing:
-        return Gate(False, f"the OCM Component does not verify signature(s) {', '.join(missing)} yet")
+        return Gate(
+            False, f"the OCM Component does not verify signature(s) {', '.join(missing)} yet"
+        )
     return Gate(True)
 
 
@@ -167,10 +185,12 @@ class FluxPlan:
 
 
 def hold(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> dict[str, Any]:
-    """``desired`` with every version-dependent field as observed (absent where observed has none)."""
+    """``desired`` with every version-dependent field as observed (absent where it has none)."""
     out = copy.deepcopy(dict(desired))
     seen = observed.get("spec")
-    if not isinstance(seen, Mapping):  # nothing observed to keep (a stub): cannot hold what is not seen
+    if not isinstance(
+        seen, Mapping
+    ):  # nothing observed to keep (a stub): cannot hold what is not seen
         return out
     for name in HELD_FIELDS.get(out["kind"], ()):
         if name in seen:
@@ -181,7 +201,10 @@ def hold(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> dict[str, A
 
 
 def plan_flux(
-    built: Mapping[str, dict[str, Any]], observed: Mapping[str, Any], gate: Gate, ready_to_start: bool
+    built: Mapping[str, dict[str, Any]],
+    observed: Mapping[str, Any],
+    gate: Gate,
+    ready_to_start: bool,
 ) -> FluxPlan:
     """What Flux gets: current once the gate is open, observed fields kept while it is closed.
 

@@ -44,11 +44,12 @@ def _ocm_config(ctx: Context) -> list[dict[str, Any]]:
 
 
 def verify(policy: OcmPolicy) -> list[dict[str, Any]]:
-    """``Component.spec.verify``: the controller base64-decodes ``value``; a Secret holds raw key bytes."""
+    """``Component.spec.verify``: the controller base64-decodes ``value``; a Secret holds raw bytes."""
     out: list[dict[str, Any]] = []
     for v in policy.verify:
         if v.publicKey is not None:
-            out.append({"signature": v.signature, "value": base64.b64encode(v.publicKey.encode()).decode()})
+            value = base64.b64encode(v.publicKey.encode()).decode()
+            out.append({"signature": v.signature, "value": value})
         elif v.secretRef is not None:
             out.append({"signature": v.signature, "secretRef": {"name": v.secretRef.name}})
     return out

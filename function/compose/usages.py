@@ -67,26 +67,45 @@ def _ref(obj: Mapping[str, Any], with_namespace: bool) -> dict[str, Any]:
     return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "resourceRef": ref}
 
 
-def _usage(ctx: Context, of: Mapping[str, Any], by: Mapping[str, Any], reason: str) -> dict[str, Any]:
+def _usage(
+    ctx: Context, of: Mapping[str, Any], by: Mapping[str, Any], reason: str
+) -> dict[str, Any]:
     by_ns = by["metadata"]["namespace"]
-    parts = [by["metadata"]["name"], of["kind"].lower(), of["metadata"].get("namespace", ""), of["metadata"]["name"]]
+    parts = [
+        by["metadata"]["name"],
+        of["kind"].lower(),
+        of["metadata"].get("namespace", ""),
+        of["metadata"]["name"],
+    ]
     name = names.fit("-".join(p for p in parts if p), names.SUBDOMAIN_MAX)
     return {
         "apiVersion": API,
         "kind": "Usage",
         "metadata": ctx.meta(name, by_ns),
-        "spec": {"of": _ref(of, True), "by": _ref(by, False), "reason": reason, "replayDeletion": True},
+        "spec": {
+            "of": _ref(of, True),
+            "by": _ref(by, False),
+            "reason": reason,
+            "replayDeletion": True,
+        },
     }
 
 
-def _cluster_usage(ctx: Context, of: Mapping[str, Any], by: Mapping[str, Any], reason: str) -> dict[str, Any]:
+def _cluster_usage(
+    ctx: Context, of: Mapping[str, Any], by: Mapping[str, Any], reason: str
+) -> dict[str, Any]:
     # Namespace names are DNS labels (no dots): "<of>.<by>" is unique for the pair, cluster-wide.
     name = names.fit(f"{of['metadata']['name']}.{by['metadata']['name']}", names.SUBDOMAIN_MAX)
     return {
         "apiVersion": API,
         "kind": "ClusterUsage",
         "metadata": ctx.meta(name),
-        "spec": {"of": _ref(of, False), "by": _ref(by, False), "reason": reason, "replayDeletion": True},
+        "spec": {
+            "of": _ref(of, False),
+            "by": _ref(by, False),
+            "reason": reason,
+            "replayDeletion": True,
+        },
     }
 
 
@@ -95,7 +114,10 @@ def key_cluster_usage(by_key: str) -> str:
 
 
 def build(
-    ctx: Context, objects: Mapping[str, Mapping[str, Any]], release_key: str, deploy_namespace_key: str
+    ctx: Context,
+    objects: Mapping[str, Mapping[str, Any]],
+    release_key: str,
+    deploy_namespace_key: str,
 ) -> list[Planned]:
     """Every Usage the objects call for (the core decides which are composed this reconcile)."""
     out: list[Planned] = []
@@ -104,11 +126,27 @@ def build(
         reason = f"{release['kind']} uninstalls with the deployer's rights and secrets"
         for key, obj in sorted(objects.items()):
             if obj["kind"] in PROTECTED_KINDS:
-                out.append(Planned(names.resource_key("usage", key), _usage(ctx, obj, release, reason), key, release_key))
+                out.append(
+                    Planned(
+                        names.resource_key("usage", key),
+                        _usage(ctx, obj, release, reason),
+                        key,
+                        release_key,
+                    )
+                )
     deploy = objects.get(deploy_namespace_key)
     if deploy is not None:
         for key, obj in sorted(objects.items()):
             if obj["kind"] == "Namespace" and key != deploy_namespace_key:
-                reason = "the deploy namespace (Helm storage, deployer) outlives the namespaces deployed into"
-                out.append(Planned(key_cluster_usage(key), _cluster_usage(ctx, deploy, obj, reason), deploy_namespace_key, key))
+                reason = (
+                    "the deploy namespace (Helm storage, deployer) outlives the target namespaces"
+                )
+                out.append(
+                    Planned(
+                        key_cluster_usage(key),
+                        _cluster_usage(ctx, deploy, obj, reason),
+                        deploy_namespace_key,
+                        key,
+                    )
+                )
     return out

@@ -25,28 +25,45 @@ def settle(resources: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if o["kind"] not in NO_READY_CONDITION:
             o["status"] = {
                 "conditions": [
-                    {"type": "Ready", "status": "True", "reason": "Ready", "message": "Ready", "lastTransitionTime": READY_AT}
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "Ready",
+                        "message": "Ready",
+                        "lastTransitionTime": READY_AT,
+                    }
                 ],
             }
-            if o["kind"] == "Component":  # the OCM controller: Ready for the generation it reconciled
+            if (
+                o["kind"] == "Component"
+            ):  # the OCM controller: Ready for the generation it reconciled
                 o["status"]["observedGeneration"] = 1
                 o["status"]["component"] = {
                     "component": o["spec"]["component"],
                     "version": o["spec"]["semver"],
-                    "repositorySpec": {"type": "OCIRegistry", "baseUrl": "http://127.0.0.1:5000", "subPath": "source"},
+                    "repositorySpec": {
+                        "type": "OCIRegistry",
+                        "baseUrl": "http://127.0.0.1:5000",
+                        "subPath": "source",
+                    },
                 }
         out.append(o)
     return out
 
 
 def keys(rendered: Rendered) -> list[str]:
-    return [r["metadata"]["annotations"]["crossplane.io/composition-resource-name"] for r in rendered.resources]
+    return [
+        r["metadata"]["annotations"]["crossplane.io/composition-resource-name"]
+        for r in rendered.resources
+    ]
 
 
 def with_status(xr: Mapping[str, Any], rendered: Rendered) -> dict[str, Any]:
     """The XR as the next request observes it: the status the last reconcile wrote."""
     out = copy.deepcopy(dict(xr))
-    out["status"] = copy.deepcopy({k: v for k, v in (rendered.xr.get("status") or {}).items() if k != "conditions"})
+    out["status"] = copy.deepcopy(
+        {k: v for k, v in (rendered.xr.get("status") or {}).items() if k != "conditions"}
+    )
     return out
 
 
