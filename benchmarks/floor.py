@@ -31,18 +31,35 @@ class Floor(grpcv1.FunctionRunnerServiceServicer):
         self.conditions = answer.get("conditions", [])
         self.composite_ready = answer.get("composite_ready", True)
 
-    async def RunFunction(self, req: fnv1.RunFunctionRequest, _=None) -> fnv1.RunFunctionResponse:  # noqa: N802
+    async def RunFunction(self, req: fnv1.RunFunctionRequest, _=None) -> fnv1.RunFunctionResponse:
         rsp = response.to(req)
         for key in sorted(self.resources):
             resource.update(rsp.desired.resources[key], self.resources[key])
-            rsp.desired.resources[key].ready = fnv1.READY_TRUE if self.ready[key] else fnv1.READY_FALSE
+            rsp.desired.resources[key].ready = (
+                fnv1.READY_TRUE if self.ready[key] else fnv1.READY_FALSE
+            )
         resource.update(rsp.desired.composite, {"status": self.status})
         if not self.composite_ready:
             rsp.desired.composite.ready = fnv1.READY_FALSE
         for r in self.results:
-            rsp.results.append(fnv1.Result(severity=r["severity"], reason=r["reason"], message=r["message"], target=fnv1.TARGET_COMPOSITE_AND_CLAIM))
+            rsp.results.append(
+                fnv1.Result(
+                    severity=r["severity"],
+                    reason=r["reason"],
+                    message=r["message"],
+                    target=fnv1.TARGET_COMPOSITE_AND_CLAIM,
+                )
+            )
         for c in self.conditions:
-            rsp.conditions.append(fnv1.Condition(type=c["type"], status=c["status"], reason=c["reason"], message=c["message"], target=fnv1.TARGET_COMPOSITE_AND_CLAIM))
+            rsp.conditions.append(
+                fnv1.Condition(
+                    type=c["type"],
+                    status=c["status"],
+                    reason=c["reason"],
+                    message=c["message"],
+                    target=fnv1.TARGET_COMPOSITE_AND_CLAIM,
+                )
+            )
         return rsp
 
 

@@ -21,8 +21,10 @@ def free_port() -> int:
 def find_binary() -> str | None:
     import os
 
-    return os.environ.get("SACK8S_REGISTRY_BIN") or shutil.which("docker-registry") or (
-        "/usr/bin/docker-registry" if Path("/usr/bin/docker-registry").exists() else None
+    return (
+        os.environ.get("SACK8S_REGISTRY_BIN")
+        or shutil.which("docker-registry")
+        or ("/usr/bin/docker-registry" if Path("/usr/bin/docker-registry").exists() else None)
     )
 
 
@@ -37,15 +39,21 @@ class Registry:
     def host(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> "Registry":
+    def start(self) -> Registry:
         (self.dir / "root").mkdir()
         cfg = self.dir / "config.yml"
         cfg.write_text(
-            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n"
+            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  "
+            "filesystem:\n"
             f"    rootdirectory: {self.dir / 'root'}\nhttp:\n  addr: {self.host}\n"
         )
         self.log = open(self.dir / "registry.log", "wb")
-        self.proc = subprocess.Popen([self.binary, "serve", str(cfg)], stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [self.binary, "serve", str(cfg)],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             try:
@@ -58,7 +66,9 @@ class Registry:
                     break
                 time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"registry did not start: {(self.dir / 'registry.log').read_text()[-1000:]}")
+        raise RuntimeError(
+            f"registry did not start: {(self.dir / 'registry.log').read_text()[-1000:]}"
+        )
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -4,7 +4,8 @@
     python benchmarks/run.py [--quick] [--json PATH] [--plot PATH] [--details PATH]
 
 (run it with any Python that has the project installed, e.g. ``.venv/bin/python``; a Python
-without it re-executes itself with ``./.venv/bin/python`` when that exists). See docs/benchmarks.md for the method. In one run it
+without it re-executes itself with ``./.venv/bin/python`` when that exists). See
+docs/benchmarks.md for the method. In one run it
 
 1. starts Debian's ``docker-registry`` on loopback and writes a component version per
    workload into it (benchmarks/workloads.py: descriptor, Kustomize tar+gzip, ConfigData,
@@ -13,8 +14,9 @@ without it re-executes itself with ``./.venv/bin/python`` when that exists). See
 3. starts four gRPC servers on loopback, one at a time: ``sack8s serve``, the floor
    (benchmarks/floor.py: the SDK returning the same objects, precomputed), the Python peer
    ``function-pythonic`` (its own Python ≥ 3.12 virtualenv) and, opt-in, the Go peer
-   ``function-go-templating`` (only when ``SACK8S_GO_TEMPLATING`` names its binary); each gets the same XR and observed state and must return
-   the same composition-resource names as sack8s, or the run fails;
+   ``function-go-templating`` (only when ``SACK8S_GO_TEMPLATING`` names its binary); each
+   gets the same XR and observed state and must return the same composition-resource names
+   as sack8s, or the run fails;
 4. per server: server CPU time per request (``/proc/<pid>/stat`` utime+stime, sequential
    requests), latency p50/p99 and requests per second at concurrency 1, 8 and 32, peak RSS;
 5. scaling (every dimension ×1, ×2, ×5, ×10; fitted exponent) and RSS after 1k vs 20k requests;
@@ -49,8 +51,9 @@ REPO = HERE.parent
 VENV_PY = REPO / ".venv" / "bin" / "python"
 
 try:
+    import grpc
+
     import function  # noqa: F401
-    import grpc  # noqa: F401
 except ImportError:  # not the project's virtualenv: re-run there
     if VENV_PY.exists() and Path(sys.executable).resolve() != VENV_PY.resolve():
         os.execv(str(VENV_PY), [str(VENV_PY), *sys.argv])
@@ -58,24 +61,25 @@ except ImportError:  # not the project's virtualenv: re-run there
 
 sys.path.insert(0, str(HERE))
 
+import fleet  # noqa: E402
 import grpc  # noqa: E402
+import peers  # noqa: E402
+import workloads as wl  # noqa: E402
 from crossplane.function import logging as sdklogging  # noqa: E402
 from crossplane.function import resource as sdkresource  # noqa: E402
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1  # noqa: E402
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1  # noqa: E402
-from google.protobuf import json_format  # noqa: E402
-
-import peers  # noqa: E402
-import workloads as wl  # noqa: E402
 from floor import Floor  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
 from registry import Registry, find_binary  # noqa: E402
 
-from function.configdata import memo  # noqa: E402
+from function.cache import Cache  # noqa: E402
 from function.fn import FunctionRunner  # noqa: E402
-from function.ocm.cache import Cache  # noqa: E402
 from function.sources import SourceFactory  # noqa: E402
 
-SERVERS = ("sack8s", "floor", "pythonic", "go-templating")
+SERVERS = ("sack8s", "sack8s-compute", "floor", "pythonic", "go-templating")
+#: sack8s with answer reuse off (--response-bytes 0): what a changed request costs.
+COMPUTE = "sack8s-compute"
 PROPOSED = "sack8s+fn-diff"  # a past variant's label, kept so older results files still plot
 PYTHONIC_VERSION = "0.6.3"
 STRICT = os.environ.get("SACK8S_STRICT") == "1"
@@ -91,7 +95,7 @@ def loud(msg: str) -> None:
 
 
 def proc_cpu(pid: int) -> float:
-    """utime + stime of the whole process (all threads, live and exited), in seconds."""
+    """Utime + stime of the whole process (all threads, live and exited), in seconds."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
@@ -116,7 +120,8 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{platform.node()}: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}, Python {platform.python_version()}"
+    linux, python = platform.release(), platform.python_version()
+    return f"{platform.node()}: {cpu}, {os.cpu_count()} cores, Linux {linux}, Python {python}"
 
 
 def free_port() -> int:
@@ -141,7 +146,12 @@ class Server:
         argv = [a.replace("{port}", str(self.port)) for a in self.argv]
         self.log = open(Path(tempfile.gettempdir()) / f"sack8s-bench-{self.name}.log", "wb")
         self.proc = subprocess.Popen(
-            argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=self.log, stdin=subprocess.DEVNULL, env={**os.environ, **self.env}
+            argv,
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=self.log,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env},
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -170,14 +180,16 @@ class Server:
         self.proc = None
 
 
-def pythonic_bin(quick: bool) -> str | None:
+def pythonic_bin(quick: bool) -> str | None:  # noqa: ARG001 - callers pass their --quick
     """function-pythonic in its own virtualenv (Python >= 3.12), made on first use."""
     venv = HERE / ".peers" / "pythonic"
     exe = venv / "bin" / "function-pythonic"
     if exe.exists():
         return str(exe)
     cands = [os.environ.get("SACK8S_PY312")]
-    cands += sorted((str(p) for p in Path("/root/.pyenv/versions").glob("3.12*/bin/python3")), reverse=True)
+    cands += sorted(
+        (str(p) for p in Path("/root/.pyenv/versions").glob("3.12*/bin/python3")), reverse=True
+    )
     cands += [shutil.which("python3.12"), shutil.which("python3")]
     cands += sorted(str(p) for p in Path("/root/.pyenv/versions").glob("3.1[3-9]*/bin/python3"))
     cands += [shutil.which("python3.13")]
@@ -185,16 +197,29 @@ def pythonic_bin(quick: bool) -> str | None:
     if py is None:
         return None
     print(f"creating the pythonic peer's virtualenv with {py} ...", flush=True)
-    if subprocess.run([py, "-m", "venv", "--clear", str(venv)]).returncode != 0:
+    if subprocess.run([py, "-m", "venv", "--clear", str(venv)], check=False).returncode != 0:
         return None
-    r = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"crossplane-function-pythonic=={PYTHONIC_VERSION}"])
+    r = subprocess.run(
+        [
+            str(venv / "bin" / "pip"),
+            "install",
+            "-q",
+            f"crossplane-function-pythonic=={PYTHONIC_VERSION}",
+        ],
+        check=False,
+    )
     return str(exe) if r.returncode == 0 and exe.exists() else None
 
 
 def _is_py312(exe: str) -> bool:
     """A Python that really runs (pyenv shims may not) and is >= 3.12."""
     try:
-        r = subprocess.run([exe, "-c", "import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)"], capture_output=True, timeout=30)
+        r = subprocess.run(
+            [exe, "-c", "import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)"],
+            check=False,
+            capture_output=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return r.returncode == 0
@@ -218,7 +243,9 @@ def sack8s_bin() -> str:
     here = Path(sys.executable).with_name("sack8s")
     found = str(here) if here.exists() else shutil.which("sack8s")
     if not found:
-        raise SystemExit("the sack8s command is not installed next to this interpreter (pip install -e .)")
+        raise SystemExit(
+            "the sack8s command is not installed next to this interpreter (pip install -e .)"
+        )
     return found
 
 
@@ -245,7 +272,6 @@ async def prepare(name: str, size: wl.Size, host: str, ttl_probe: bool) -> Prepa
     base = wl.base_of(size)
     xr = wl.xr_for(size, host, base)
     policy = wl.policy_for(host)
-    memo.clear_all()
     cache = Cache()
     runner = FunctionRunner(sources=SourceFactory(cache=cache))
     req = fnv1.RunFunctionRequest()
@@ -268,6 +294,16 @@ async def prepare(name: str, size: wl.Size, host: str, ttl_probe: bool) -> Prepa
     # steady state: the XR carries the status it got, every composed object exists and is Ready
     # (reconciled until nothing new is composed: Namespaces first, then the rest, then Flux)
     requirements = list(rsp.requirements.resources)
+    ready = {
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "Available",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ]
+    }
     for _ in range(8):
         before = sorted(rsp.desired.resources)
         xr_obs = dict(xr)
@@ -279,7 +315,7 @@ async def prepare(name: str, size: wl.Size, host: str, ttl_probe: bool) -> Prepa
             req.required_resources[k].CopyFrom(fnv1.Resources())
         for key in rsp.desired.resources:
             obj = struct(rsp.desired.resources[key].resource)
-            obj["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+            obj["status"] = ready
             sdkresource.update(req.observed.resources[key], obj)
         settling = fnv1.RunFunctionRequest()
         settling.CopyFrom(req)
@@ -301,7 +337,7 @@ async def prepare(name: str, size: wl.Size, host: str, ttl_probe: bool) -> Prepa
     rounds = 5
     c0 = time.process_time()
     for _ in range(rounds):
-        memo.MUTATIONS.clear()
+        runner.memos.mutations.clear()
         await runner.RunFunction(sack, None)
     cold["new_claim_cpu_ms"] = (time.process_time() - c0) / rounds * 1000
     if ttl_probe:  # after the tag TTL: only the tag list and the tag -> digest resolution
@@ -318,10 +354,15 @@ async def prepare(name: str, size: wl.Size, host: str, ttl_probe: bool) -> Prepa
         "ready": {k: rsp.desired.resources[k].ready == fnv1.READY_TRUE for k in keys},
         "status": struct(rsp.desired.composite.resource).get("status", {}),
         "composite_ready": rsp.desired.composite.ready != fnv1.READY_FALSE,
-        "results": [{"severity": r.severity, "reason": r.reason, "message": r.message} for r in rsp.results],
-        "conditions": [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in rsp.conditions],
+        "results": [
+            {"severity": r.severity, "reason": r.reason, "message": r.message} for r in rsp.results
+        ],
+        "conditions": [
+            {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+            for c in rsp.conditions
+        ],
     }
-    requests = {"sack8s": sack, "floor": sack, PROPOSED: sack}
+    requests = {"sack8s": sack, COMPUTE: sack, "floor": sack, PROPOSED: sack}
     for server, inp in (("pythonic", peers.pythonic_input()), ("go-templating", peers.go_input())):
         r = fnv1.RunFunctionRequest()
         r.CopyFrom(req)
@@ -340,7 +381,9 @@ def pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))]
 
 
-async def run_load(stub: Any, req: fnv1.RunFunctionRequest, n: int, conc: int) -> tuple[list[float], float]:
+async def run_load(
+    stub: Any, req: fnv1.RunFunctionRequest, n: int, conc: int
+) -> tuple[list[float], float]:
     lat: list[float] = []
     todo = iter(range(n))
 
@@ -364,13 +407,18 @@ class Budget:
     inproc_n: int
 
 
-FULL = Budget(cpu_target_s=3.0, min_n=50, max_n=2000, conc_n={1: 200, 8: 400, 32: 640}, inproc_n=200)
+FULL = Budget(
+    cpu_target_s=3.0, min_n=50, max_n=2000, conc_n={1: 200, 8: 400, 32: 640}, inproc_n=200
+)
 QUICK = Budget(cpu_target_s=0.3, min_n=8, max_n=200, conc_n={1: 16, 8: 32, 32: 64}, inproc_n=10)
 
 
 async def measure_server(srv: Server, p: Prepared, budget: Budget) -> dict[str, Any]:
     req = p.requests[srv.name]
-    opts = [("grpc.max_receive_message_length", 64 * 1024 * 1024), ("grpc.max_send_message_length", 64 * 1024 * 1024)]
+    opts = [
+        ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+        ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ]
     async with grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}", options=opts) as ch:
         stub = grpcv1.FunctionRunnerServiceStub(ch)
         t = time.perf_counter()
@@ -382,7 +430,8 @@ async def measure_server(srv: Server, p: Prepared, budget: Budget) -> dict[str, 
             missing, extra = sorted(set(p.keys) - set(got)), sorted(set(got) - set(p.keys))
             raise SystemExit(
                 f"{srv.name} on workload {p.name} does not return the expected objects "
-                f"({len(got)} instead of {len(p.keys)}; missing {missing[:5]}, extra {extra[:5]}; fatal {fatal[:1]}): "
+                f"({len(got)} instead of {len(p.keys)}; missing {missing[:5]}, extra "
+                f"{extra[:5]}; fatal {fatal[:1]}): "
                 "no peer is measured doing less work"
             )
         await run_load(stub, req, max(3, budget.min_n // 4), 1)  # warm-up
@@ -421,14 +470,22 @@ async def measure_server(srv: Server, p: Prepared, budget: Budget) -> dict[str, 
     return out
 
 
-async def rss_growth(srv: Server, req: fnv1.RunFunctionRequest, first: int, total: int) -> dict[str, float]:
+async def rss_growth(
+    srv: Server, req: fnv1.RunFunctionRequest, first: int, total: int
+) -> dict[str, float]:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{srv.port}") as ch:
         stub = grpcv1.FunctionRunnerServiceStub(ch)
         await run_load(stub, req, first, 8)
         a = proc_mem(srv.pid)["VmRSS"] / 2**20
         await run_load(stub, req, total - first, 8)
         b = proc_mem(srv.pid)["VmRSS"] / 2**20
-    return {"requests_a": first, "rss_mb_a": a, "requests_b": total, "rss_mb_b": b, "growth_mb": b - a}
+    return {
+        "requests_a": first,
+        "rss_mb_a": a,
+        "requests_b": total,
+        "rss_mb_b": b,
+        "growth_mb": b - a,
+    }
 
 
 def inprocess_latency(p: Prepared, n: int) -> dict[str, dict[str, float]]:
@@ -438,7 +495,10 @@ def inprocess_latency(p: Prepared, n: int) -> dict[str, dict[str, float]]:
         out = {}
         runner = FunctionRunner(sources=SourceFactory(cache=Cache()))
         floor = Floor(p.answer)
-        for name, fn, req in (("sack8s", runner, p.requests["sack8s"]), ("floor", floor, p.requests["floor"])):
+        for name, fn, req in (
+            ("sack8s", runner, p.requests["sack8s"]),
+            ("floor", floor, p.requests["floor"]),
+        ):
             await fn.RunFunction(req, None)
             lat = []
             c0 = time.process_time()
@@ -446,7 +506,11 @@ def inprocess_latency(p: Prepared, n: int) -> dict[str, dict[str, float]]:
                 t = time.perf_counter()
                 await fn.RunFunction(req, None)
                 lat.append((time.perf_counter() - t) * 1000)
-            out[name] = {"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "cpu_ms": (time.process_time() - c0) / n * 1000}
+            out[name] = {
+                "p50_ms": pct(lat, 50),
+                "p99_ms": pct(lat, 99),
+                "cpu_ms": (time.process_time() - c0) / n * 1000,
+            }
         return out
 
     return asyncio.run(go())
@@ -455,7 +519,9 @@ def inprocess_latency(p: Prepared, n: int) -> dict[str, dict[str, float]]:
 def fit_exponent(xs: list[float], ys: list[float]) -> float:
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
     mx, my = statistics.fmean(lx), statistics.fmean(ly)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=False)) / sum(
+        (a - mx) ** 2 for a in lx
+    )
 
 
 # -- output ---------------------------------------------------------------------------------
@@ -463,21 +529,37 @@ def fit_exponent(xs: list[float], ys: list[float]) -> float:
 
 def table(results: dict[str, dict[str, dict[str, Any]]], inproc: dict[str, Any]) -> str:
     lines = []
-    hdr = f"{'workload':8} {'server':14} {'objs':>5} {'cpu ms/req':>10} {'x floor':>8} {'p50 ms':>8} {'p99 ms':>8} {'rps c1':>8} {'rps c8':>8} {'rps c32':>8} {'p99 c32':>8} {'peak MB':>8}"
+    hdr = f"{'workload':8} {'server':14} {'objs':>5} {'cpu ms/req':>10} " + " ".join(
+        f"{h:>8}"
+        for h in (
+            "x floor",
+            "p50 ms",
+            "p99 ms",
+            "rps c1",
+            "rps c8",
+            "rps c32",
+            "p99 c32",
+            "peak MB",
+        )
+    )
     lines += [hdr, "-" * len(hdr)]
     for w, by in results.items():
         fl = by.get("floor", {}).get("cpu_ms_per_request")
         for s, r in by.items():
             ratio = r["cpu_ms_per_request"] / fl if fl else float("nan")
             lines.append(
-                f"{w:8} {s:14} {r['objects']:>5} {r['cpu_ms_per_request']:>10.2f} {ratio:>8.2f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
-                f"{r['rps_c1']:>8.0f} {r['rps_c8']:>8.0f} {r['rps_c32']:>8.0f} {r['p99_ms_c32']:>8.1f} {r['peak_rss_mb']:>8.0f}"
+                f"{w:8} {s:14} {r['objects']:>5} {r['cpu_ms_per_request']:>10.2f} {ratio:>8.2f} "
+                f"{r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
+                f"{r['rps_c1']:>8.0f} {r['rps_c8']:>8.0f} {r['rps_c32']:>8.0f} "
+                f"{r['p99_ms_c32']:>8.1f} {r['peak_rss_mb']:>8.0f}"
             )
         if w in inproc:
             ip = inproc[w]
             lines.append(
-                f"{w:8} {'in-process':14} {'':>5} sack8s p50 {ip['sack8s']['p50_ms']:.2f} / p99 {ip['sack8s']['p99_ms']:.2f} ms "
-                f"(cpu {ip['sack8s']['cpu_ms']:.2f}); floor p50 {ip['floor']['p50_ms']:.2f} / p99 {ip['floor']['p99_ms']:.2f} ms (cpu {ip['floor']['cpu_ms']:.2f})"
+                f"{w:8} {'in-process':14} {'':>5} sack8s p50 {ip['sack8s']['p50_ms']:.2f} / p99 "
+                f"{ip['sack8s']['p99_ms']:.2f} ms "
+                f"(cpu {ip['sack8s']['cpu_ms']:.2f}); floor p50 {ip['floor']['p50_ms']:.2f} / "
+                f"p99 {ip['floor']['p99_ms']:.2f} ms (cpu {ip['floor']['cpu_ms']:.2f})"
             )
     return "\n".join(lines)
 
@@ -491,14 +573,22 @@ def plot(path: Path, results: dict[str, Any], scaling: dict[str, Any], caption: 
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [3, 2]})
     order = list(wl.SIZES)
     ws = sorted(results, key=lambda w: order.index(w) if w in order else len(order))
-    servers = [s for s in (*SERVERS[:1], PROPOSED, *SERVERS[1:]) if any(s in results[w] for w in ws)]
+    servers = [
+        s for s in (*SERVERS[:1], PROPOSED, *SERVERS[1:]) if any(s in results[w] for w in ws)
+    ]
     width = 0.8 / max(1, len(servers))
-    colors = {"sack8s": "#1f77b4", PROPOSED: "#9ecae1", "floor": "#7f7f7f", "pythonic": "#2ca02c", "go-templating": "#d62728"}
+    colors = {
+        "sack8s": "#1f77b4",
+        PROPOSED: "#9ecae1",
+        "floor": "#7f7f7f",
+        "pythonic": "#2ca02c",
+        "go-templating": "#d62728",
+    }
     for i, s in enumerate(servers):
         xs = [j + (i - (len(servers) - 1) / 2) * width for j in range(len(ws))]
         ys = [results[w].get(s, {}).get("cpu_ms_per_request", 0) for w in ws]
         bars = a.bar(xs, ys, width, label=s, color=colors.get(s))
-        for x, y, w in zip(xs, ys, ws):
+        for x, y, w in zip(xs, ys, ws, strict=False):
             fl = results[w].get("floor", {}).get("cpu_ms_per_request")
             if y and fl:
                 a.text(x, y, f"{y / fl:.1f}×", ha="center", va="bottom", fontsize=7)
@@ -509,8 +599,17 @@ def plot(path: Path, results: dict[str, Any], scaling: dict[str, Any], caption: 
     a.set_title("CPU per request over gRPC (label: × floor, same run)")
     a.legend(fontsize=8)
     if scaling:
-        for s, pts in sorted(scaling["series"].items(), key=lambda kv: (*SERVERS[:1], PROPOSED, *SERVERS[1:]).index(kv[0])):
-            b.loglog(pts["factor"], pts["cpu_ms"], "o-", label=f"{s} (exponent {pts['exponent']:.2f})", color=colors.get(s))
+        for s, pts in sorted(
+            scaling["series"].items(),
+            key=lambda kv: (*SERVERS[:1], PROPOSED, *SERVERS[1:]).index(kv[0]),
+        ):
+            b.loglog(
+                pts["factor"],
+                pts["cpu_ms"],
+                "o-",
+                label=f"{s} (exponent {pts['exponent']:.2f})",
+                color=colors.get(s),
+            )
         b.set_xlabel("size factor (namespaces, secrets, images, rules each ×f)")
         b.set_ylabel("server CPU ms per request")
         b.set_title("scaling")
@@ -526,15 +625,116 @@ def plot(path: Path, results: dict[str, Any], scaling: dict[str, Any], caption: 
 # -- main -----------------------------------------------------------------------------------
 
 
+def unmeasured(details: dict[str, Any], phase: str, e: BaseException) -> None:
+    """A phase that could not be measured (a busy machine, a dead peer) is said, not fatal."""
+    if isinstance(e, grpc.RpcError):
+        code = e.code() if hasattr(e, "code") else "?"
+        what = f"gRPC {code}: {e.details() if hasattr(e, 'details') else e}"
+    else:
+        what = f"{type(e).__name__}: {e}"
+    details.setdefault("unmeasured", []).append({"phase": phase, "error": what})
+    loud(f"{phase}: could not be measured ({what}); the run goes on without it")
+
+
+def proc_rss_mb(pid: int) -> float:
+    return proc_mem(pid)["VmRSS"] / 2**20
+
+
+def run_fleets(
+    exe: dict[str, list[str]], host: str, quick: bool, details: dict[str, Any]
+) -> dict[str, Any]:
+    """Fleets of distinct claims against sack8s with answer reuse on and off."""
+    plan = (
+        [("medium", 50, 2), ("large", 10, 2)]
+        if quick
+        else [
+            ("medium", 1000, 3),
+            ("medium", 10000, 2),
+            ("large", 300, 2),
+        ]
+    )
+    bases = {n: fleet.push_versions(host, wl.SIZES[n]) for n in {n for n, _, _ in plan}}
+    out: dict[str, Any] = {}
+    for mode in ("sack8s", COMPUTE):
+        for name, claims, passes in plan:
+            label = f"{name} x{claims}"
+            mport = free_port()
+            srv = Server(mode, [*exe[mode], "--metrics-address", f"127.0.0.1:{mport}"])
+            try:
+                srv.start(REPO)
+                try:
+                    r = asyncio.run(
+                        fleet.run_fleet(
+                            srv.port,
+                            mport,
+                            srv.pid,
+                            proc_cpu,
+                            proc_rss_mb,
+                            wl.SIZES[name],
+                            host,
+                            bases[name],
+                            claims,
+                            passes,
+                        )
+                    )
+                finally:
+                    srv.stop()
+            except (grpc.RpcError, RuntimeError, OSError) as e:
+                unmeasured(details, f"fleet {mode} {label}", e)
+                continue
+            out.setdefault(mode, {})[label] = r.figures
+            by_pass = ", ".join(f"{c:.2f}" for c in r.figures["cpu_ms_per_request_by_pass"])
+            print(
+                f"  fleet {mode:14} {label:12} cpu {r.figures['cpu_ms_per_request']:8.2f} ms/req "
+                f"(passes {by_pass}), "
+                f"RSS {r.figures['rss_mb_end']:.0f} MB",
+                flush=True,
+            )
+    return out
+
+
+def print_fleets(fleets: dict[str, Any], results: dict[str, Any]) -> None:
+    print("\nfleets of distinct claims (round-robin, concurrency 8; last pass):")
+    for mode, by in fleets.items():
+        for label, f in by.items():
+            w = label.split()[0]
+            single = results.get(w, {}).get(mode, {}).get("cpu_ms_per_request")
+            floor = results.get(w, {}).get("floor", {}).get("cpu_ms_per_request")
+            ratio = f" = {f['cpu_ms_per_request'] / single:.2f}x the single claim" if single else ""
+            fl = f", {f['cpu_ms_per_request'] / floor:.2f}x the floor" if floor else ""
+            srv = f["server"]
+            hits = srv.get("sack8s_responses_reused_total", srv.get("sack8s_responses_reused", 0))
+            print(
+                f"  {mode:14} {label:12} {f['cpu_ms_per_request']:.2f} ms/req{ratio}{fl}; "
+                f"p50 {f['p50_ms']:.1f} ms, p99 {f['p99_ms']:.1f} ms; RSS by pass "
+                f"{', '.join(f'{x:.0f}' for x in f['rss_mb_by_pass'])} MB; "
+                f"answers reused {hits:.0f}; first reconcile "
+                f"{f['first_reconcile_cpu_ms_per_claim']:.1f} ms/claim"
+            )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a few iterations (smoke test)")
     ap.add_argument("--json", type=Path, help="write {workload: {server: {...}}} here")
-    ap.add_argument("--details", type=Path, help="write every figure (cold/warm, scaling, memory) here as JSON")
-    ap.add_argument("--plot", type=Path, default=REPO / "docs" / "benchmarks.png", help="PNG plot (default docs/benchmarks.png)")
+    ap.add_argument(
+        "--details", type=Path, help="write every figure (cold/warm, scaling, memory) here as JSON"
+    )
+    ap.add_argument(
+        "--plot",
+        type=Path,
+        default=REPO / "docs" / "benchmarks.png",
+        help="PNG plot (default docs/benchmarks.png)",
+    )
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--workloads", default="small,medium,large")
     ap.add_argument("--servers", default=",".join(SERVERS))
+    ap.add_argument(
+        "--fleet",
+        default=True,
+        action=argparse.BooleanOptionalAction,
+        help="also measure fleets of distinct claims (default on)",
+    )
     args = ap.parse_args()
     budget = QUICK if args.quick else FULL
     sdklogging.configure(sdklogging.Level.DISABLED)
@@ -545,23 +745,30 @@ def main() -> int:
     servers = [s for s in args.servers.split(",") if s]
     reg_bin = find_binary()
     if reg_bin is None:
-        raise SystemExit("docker-registry not found (apt-get install docker-registry, or SACK8S_REGISTRY_BIN)")
+        raise SystemExit(
+            "docker-registry not found (apt-get install docker-registry, or SACK8S_REGISTRY_BIN)"
+        )
     exe: dict[str, list[str]] = {
         "sack8s": [sack8s_bin(), "serve", "--insecure", "--address", "127.0.0.1:{port}"],
     }
+    exe[COMPUTE] = [*exe["sack8s"], "--response-bytes", "0"]
     skipped: dict[str, str] = {}
     if "pythonic" in servers:
         pb = pythonic_bin(args.quick)
         if pb:
             exe["pythonic"] = [pb, "grpc", "--insecure", "--address", "127.0.0.1:{port}"]
         else:
-            skipped["pythonic"] = "no Python >= 3.12 or crossplane-function-pythonic could not be installed"
+            skipped["pythonic"] = (
+                "no Python >= 3.12 or crossplane-function-pythonic could not be installed"
+            )
     if "go-templating" in servers:
         gb = go_templating_bin()
         if gb:
             exe["go-templating"] = [gb, "--insecure", "--address", "127.0.0.1:{port}"]
         else:
-            skipped["go-templating"] = "opt-in: set SACK8S_GO_TEMPLATING to the function-go-templating binary"
+            skipped["go-templating"] = (
+                "opt-in: set SACK8S_GO_TEMPLATING to the function-go-templating binary"
+            )
     for s, why in skipped.items():
         if STRICT and s not in OPT_IN_PEERS:
             raise SystemExit(f"peer {s} unavailable in strict mode: {why}")
@@ -571,15 +778,26 @@ def main() -> int:
     reg = Registry(reg_bin).start()
     tmp = Path(tempfile.mkdtemp(prefix="sack8s-bench-"))
     results: dict[str, dict[str, Any]] = {}
-    details: dict[str, Any] = {"command": cmd, "machine": machine(), "cold_warm": {}, "inprocess": {}, "skipped": skipped}
+    details: dict[str, Any] = {
+        "command": cmd,
+        "machine": machine(),
+        "cold_warm": {},
+        "inprocess": {},
+        "skipped": skipped,
+    }
     try:
         names = [w for w in args.workloads.split(",") if w]
         factors = (1, 10) if args.quick else wl.SCALING_FACTORS
         scale_sizes = {f"x{f}": wl.SCALING_BASE.scaled(f) for f in factors}
         for size in [*(wl.SIZES[n] for n in names), *scale_sizes.values()]:
             wl.push(reg.host, wl.build_component(size), wl.base_of(size))
-        prepared = {n: asyncio.run(prepare(n, wl.SIZES[n], reg.host, ttl_probe=(n == "medium"))) for n in names}
-        scale_prep = {n: asyncio.run(prepare(n, s, reg.host, ttl_probe=False)) for n, s in scale_sizes.items()}
+        prepared = {
+            n: asyncio.run(prepare(n, wl.SIZES[n], reg.host, ttl_probe=(n == "medium")))
+            for n in names
+        }
+        scale_prep = {
+            n: asyncio.run(prepare(n, s, reg.host, ttl_probe=False)) for n, s in scale_sizes.items()
+        }
         for n, p in prepared.items():
             details["cold_warm"][n] = p.cold
             details["inprocess"][n] = inprocess_latency(p, budget.inproc_n)
@@ -590,14 +808,30 @@ def main() -> int:
             answers[n].write_text(json.dumps(p.answer))
         for s in servers:
             for n, p in prepared.items():
-                argv = exe.get(s) or [sys.executable, str(HERE / "floor.py"), "--answer", str(answers[n]), "--insecure", "--address", "127.0.0.1:{port}"]
-                srv = Server(s, argv).start(REPO)
+                argv = exe.get(s) or [
+                    sys.executable,
+                    str(HERE / "floor.py"),
+                    "--answer",
+                    str(answers[n]),
+                    "--insecure",
+                    "--address",
+                    "127.0.0.1:{port}",
+                ]
                 try:
-                    results[n][s] = asyncio.run(measure_server(srv, p, budget))
-                finally:
-                    srv.stop()
+                    srv = Server(s, argv).start(REPO)
+                    try:
+                        results[n][s] = asyncio.run(measure_server(srv, p, budget))
+                    finally:
+                        srv.stop()
+                except (grpc.RpcError, RuntimeError, OSError) as e:
+                    unmeasured(details, f"{s} on {n}", e)
+                    continue
                 r = results[n][s]
-                print(f"  {n:7} {s:14} cpu {r['cpu_ms_per_request']:8.2f} ms/req over {r['cpu_requests']} requests", flush=True)
+                print(
+                    f"  {n:7} {s:14} cpu {r['cpu_ms_per_request']:8.2f} ms/req over "
+                    f"{r['cpu_requests']} requests",
+                    flush=True,
+                )
         # scaling: sack8s and the floor, every dimension x f
         series: dict[str, Any] = {}
         for s in ("sack8s", PROPOSED, "floor"):
@@ -605,10 +839,30 @@ def main() -> int:
                 continue
             pts = {"factor": [], "cpu_ms": [], "objects": []}
             for n, p in scale_prep.items():
-                argv = exe.get(s) or [sys.executable, str(HERE / "floor.py"), "--answer", str(answers[n]), "--insecure", "--address", "127.0.0.1:{port}"]
+                argv = exe.get(s) or [
+                    sys.executable,
+                    str(HERE / "floor.py"),
+                    "--answer",
+                    str(answers[n]),
+                    "--insecure",
+                    "--address",
+                    "127.0.0.1:{port}",
+                ]
                 srv = Server(s, argv).start(REPO)
                 try:
-                    r = asyncio.run(measure_server(srv, p, Budget(budget.cpu_target_s, budget.min_n, budget.max_n, {1: 4, 8: 8, 32: 32}, 0)))
+                    r = asyncio.run(
+                        measure_server(
+                            srv,
+                            p,
+                            Budget(
+                                budget.cpu_target_s,
+                                budget.min_n,
+                                budget.max_n,
+                                {1: 4, 8: 8, 32: 32},
+                                0,
+                            ),
+                        )
+                    )
                 finally:
                     srv.stop()
                 pts["factor"].append(int(n[1:]))
@@ -621,11 +875,19 @@ def main() -> int:
         # memory: RSS after 1k vs 20k requests (medium)
         if "sack8s" in servers and "medium" in prepared:
             first, total = (100, 1000) if args.quick else (1000, 20000)
-            srv = Server("sack8s", exe["sack8s"]).start(REPO)
             try:
-                details["rss_growth"] = asyncio.run(rss_growth(srv, prepared["medium"].requests["sack8s"], first, total))
-            finally:
-                srv.stop()
+                srv = Server("sack8s", exe["sack8s"]).start(REPO)
+                try:
+                    details["rss_growth"] = asyncio.run(
+                        rss_growth(srv, prepared["medium"].requests["sack8s"], first, total)
+                    )
+                finally:
+                    srv.stop()
+            except (grpc.RpcError, RuntimeError, OSError) as e:
+                unmeasured(details, "memory growth", e)
+        # fleets: thousands of distinct claims, round-robin (benchmarks/fleet.py)
+        if args.fleet and "sack8s" in servers:
+            details["fleet"] = run_fleets(exe, reg.host, args.quick, details)
     finally:
         reg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -636,27 +898,57 @@ def main() -> int:
     for w, by in results.items():
         fl = by.get("floor", {}).get("cpu_ms_per_request")
         if fl:
-            print("  " + w + ": " + ", ".join(f"{s} {r['cpu_ms_per_request'] / fl:.2f}×" for s, r in by.items()))
+            print(
+                "  "
+                + w
+                + ": "
+                + ", ".join(f"{s} {r['cpu_ms_per_request'] / fl:.2f}×" for s, r in by.items())
+            )
     print("\ncold and warm reconcile (in process, fresh caches):")
     for w, c in details["cold_warm"].items():
-        extra = f", after the tag TTL {c['after_ttl_registry_requests']} requests" if "after_ttl_registry_requests" in c else ""
+        extra = (
+            f", after the tag TTL {c['after_ttl_registry_requests']} requests"
+            if "after_ttl_registry_requests" in c
+            else ""
+        )
         print(
-            f"  {w}: first reconcile {c['registry_requests']} registry requests, {c['wall_ms']:.1f} ms wall / {c['cpu_ms']:.1f} ms CPU; "
+            f"  {w}: first reconcile {c['registry_requests']} registry requests, "
+            f"{c['wall_ms']:.1f} ms wall / {c['cpu_ms']:.1f} ms CPU; "
             f"warm {c['warm_registry_requests']} requests, {c['warm_wall_ms']:.1f} ms{extra}; "
             f"a new claim of the warm component {c['new_claim_cpu_ms']:.1f} ms CPU"
         )
     if scaling["series"]:
         print(f"\nscaling (base {wl.SCALING_BASE}, every dimension x f):")
         for s, pts in scaling["series"].items():
-            print(f"  {s}: " + ", ".join(f"x{f}: {c:.2f} ms ({o} objects)" for f, c, o in zip(pts["factor"], pts["cpu_ms"], pts["objects"])) + f"; fitted exponent {pts['exponent']:.2f}")
+            print(
+                f"  {s}: "
+                + ", ".join(
+                    f"x{f}: {c:.2f} ms ({o} objects)"
+                    for f, c, o in zip(pts["factor"], pts["cpu_ms"], pts["objects"], strict=False)
+                )
+                + f"; fitted exponent {pts['exponent']:.2f}"
+            )
     if "rss_growth" in details:
         g = details["rss_growth"]
-        print(f"\nmemory (sack8s, medium, c=8): RSS {g['rss_mb_a']:.1f} MB after {g['requests_a']} requests, {g['rss_mb_b']:.1f} MB after {g['requests_b']} (growth {g['growth_mb']:+.1f} MB)")
+        print(
+            f"\nmemory (sack8s, medium, c=8): RSS {g['rss_mb_a']:.1f} MB after {g['requests_a']} "
+            f"requests, {g['rss_mb_b']:.1f} MB after {g['requests_b']} (growth "
+            f"{g['growth_mb']:+.1f} MB)"
+        )
+    if details.get("fleet"):
+        print_fleets(details["fleet"], results)
+    for u in details.get("unmeasured", []):
+        loud(f"NOT MEASURED: {u['phase']}: {u['error']}")
     elapsed = time.time() - started
-    caption = f"{cmd}  |  {machine()}  |  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  |  {elapsed:.0f} s"
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    caption = f"{cmd}  |  {machine()}  |  {when}  |  {elapsed:.0f} s"
     print(f"\n# {caption}")
     table_json = {
-        w: {s: {k: r[k] for k in ("cpu_ms_per_request", "p50_ms", "p99_ms", "rps_c8", "objects")} for s, r in by.items() if s in SERVERS}
+        w: {
+            s: {k: r[k] for k in ("cpu_ms_per_request", "p50_ms", "p99_ms", "rps_c8", "objects")}
+            for s, r in by.items()
+            if s in SERVERS
+        }
         for w, by in results.items()
     }
     if args.json:
@@ -673,7 +965,7 @@ def main() -> int:
         except ImportError:
             msg = "matplotlib is not installed: no plot written (pip install matplotlib)"
             if STRICT:
-                raise SystemExit(msg)
+                raise SystemExit(msg) from None
             loud(msg)
     for s, why in skipped.items():
         loud(f"PEER {s} WAS SKIPPED: {why}")

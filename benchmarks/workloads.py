@@ -145,9 +145,17 @@ def _configdata(size: Size) -> str:
     for k in range(n_conf):
         i = k % size.images
         if k < size.images:
-            lines += ["    - value: (( replicas ))", f"      file: deploy-{i}.yaml", "      path: spec.replicas"]
+            lines += [
+                "    - value: (( replicas ))",
+                f"      file: deploy-{i}.yaml",
+                "      path: spec.replicas",
+            ]
         else:
-            lines += [f"    - value: (( settings.s{k} ))", f"      file: deploy-{i}.yaml", f"      path: metadata.labels.r{k}"]
+            lines += [
+                f"    - value: (( settings.s{k} ))",
+                f"      file: deploy-{i}.yaml",
+                f"      path: metadata.labels.r{k}",
+            ]
     if not n_conf:
         lines[-1] = "  rules: []"
     return "\n".join(lines) + "\n"
@@ -160,14 +168,17 @@ class Component:
     tgz: bytes
     configdata: bytes
     files: dict[str, str] = field(default_factory=dict)
+    version: str = VERSION
 
 
 def image_digest(i: int) -> str:
     return sha(f"benchmark image {i}".encode())
 
 
-def build_component(size: Size) -> Component:
+def build_component(size: Size, version: str = VERSION) -> Component:
     files = {f"deploy-{i}.yaml": _deployment(i) for i in range(size.images)}
+    if version != VERSION:  # another version of the same component: other manifest bytes
+        files["deploy-0.yaml"] += f"# {COMPONENT} {version}\n"
     files["kustomization.yaml"] = (
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
         + "".join(f"  - deploy-{i}.yaml\n" for i in range(size.images))
@@ -176,14 +187,21 @@ def build_component(size: Size) -> Component:
     cd = _configdata(size).encode()
 
     def digest_of(d: str) -> dict[str, str]:
-        return {"hashAlgorithm": "SHA-256", "normalisationAlgorithm": "genericBlobDigest/v1", "value": d.split(":", 1)[1]}
+        return {
+            "hashAlgorithm": "SHA-256",
+            "normalisationAlgorithm": "genericBlobDigest/v1",
+            "value": d.split(":", 1)[1],
+        }
 
     resources: list[dict[str, Any]] = []
     for i in range(size.images):
         dg = image_digest(i)
         resources.append(
             {
-                "access": {"imageReference": f"{IMAGE_HOST}/x/img-{i}:1.0@{dg}", "type": "ociArtifact"},
+                "access": {
+                    "imageReference": f"{IMAGE_HOST}/x/img-{i}:1.0@{dg}",
+                    "type": "ociArtifact",
+                },
                 "digest": digest_of(dg),
                 "name": f"img-{i}",
                 "relation": "external",
@@ -198,7 +216,7 @@ def build_component(size: Size) -> Component:
             "name": "manifests",
             "relation": "local",
             "type": "kustomize.ocm.fluxcd.io",
-            "version": VERSION,
+            "version": version,
         }
     )
     resources.append(
@@ -208,7 +226,7 @@ def build_component(size: Size) -> Component:
             "name": "config",
             "relation": "local",
             "type": "configdata.ocm.software",
-            "version": VERSION,
+            "version": version,
         }
     )
     desc = {
@@ -219,11 +237,13 @@ def build_component(size: Size) -> Component:
             "repositoryContexts": None,
             "resources": resources,
             "sources": None,
-            "version": VERSION,
+            "version": version,
         },
         "meta": {"schemaVersion": "v2"},
     }
-    return Component(size, json.dumps(desc, separators=(",", ":")).encode(), tgz, cd, files)
+    return Component(
+        size, json.dumps(desc, separators=(",", ":")).encode(), tgz, cd, files, version
+    )
 
 
 def base_of(size: Size) -> str:
@@ -233,7 +253,9 @@ def base_of(size: Size) -> str:
 # -- the registry API --------------------------------------------------------------------
 
 
-def _req(method: str, url: str, data: bytes | None = None, headers: dict[str, str] | None = None) -> Any:
+def _req(
+    method: str, url: str, data: bytes | None = None, headers: dict[str, str] | None = None
+) -> Any:
     req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
     return urllib.request.urlopen(req, timeout=30)
 
@@ -250,14 +272,18 @@ def put_blob(host: str, repo: str, data: bytes) -> str:
     if loc.startswith("/"):
         loc = f"http://{host}{loc}"
     sep = "&" if "?" in loc else "?"
-    with _req("PUT", f"{loc}{sep}digest={digest}", data, {"Content-Type": "application/octet-stream"}) as r:
+    with _req(
+        "PUT", f"{loc}{sep}digest={digest}", data, {"Content-Type": "application/octet-stream"}
+    ) as r:
         assert r.status in (201, 204), r.status
     return digest
 
 
 def put_manifest(host: str, repo: str, ref: str, doc: dict[str, Any], media_type: str) -> str:
     data = json.dumps(doc, separators=(",", ":")).encode()
-    with _req("PUT", f"http://{host}/v2/{repo}/manifests/{ref}", data, {"Content-Type": media_type}) as r:
+    with _req(
+        "PUT", f"http://{host}/v2/{repo}/manifests/{ref}", data, {"Content-Type": media_type}
+    ) as r:
         assert r.status == 201, r.status
     return sha(data)
 
@@ -269,13 +295,24 @@ def push(host: str, comp: Component, base: str) -> str:
     d_tgz = put_blob(host, repo, comp.tgz)
     d_cd = put_blob(host, repo, comp.configdata)
     config = json.dumps(
-        {"componentDescriptorLayer": {"mediaType": MT_DESCRIPTOR, "digest": d_desc, "size": len(comp.descriptor)}},
+        {
+            "componentDescriptorLayer": {
+                "mediaType": MT_DESCRIPTOR,
+                "digest": d_desc,
+                "size": len(comp.descriptor),
+            }
+        },
         separators=(",", ":"),
     ).encode()
     d_cfg = put_blob(host, repo, config)
 
     def art(name: str) -> dict[str, str]:
-        return {"software.ocm.artifact": json.dumps([{"identity": {"name": name, "version": VERSION}, "kind": "resource"}], separators=(",", ":"))}
+        return {
+            "software.ocm.artifact": json.dumps(
+                [{"identity": {"name": name, "version": comp.version}, "kind": "resource"}],
+                separators=(",", ":"),
+            )
+        }
 
     manifest = {
         "schemaVersion": 2,
@@ -284,20 +321,43 @@ def push(host: str, comp: Component, base: str) -> str:
         "config": {"mediaType": MT_CONFIG, "digest": d_cfg, "size": len(config)},
         "layers": [
             {"mediaType": MT_DESCRIPTOR, "digest": d_desc, "size": len(comp.descriptor)},
-            {"mediaType": MT_TGZ, "digest": d_tgz, "size": len(comp.tgz), "annotations": art("manifests")},
-            {"mediaType": MT_YAML, "digest": d_cd, "size": len(comp.configdata), "annotations": art("config")},
+            {
+                "mediaType": MT_TGZ,
+                "digest": d_tgz,
+                "size": len(comp.tgz),
+                "annotations": art("manifests"),
+            },
+            {
+                "mediaType": MT_YAML,
+                "digest": d_cd,
+                "size": len(comp.configdata),
+                "annotations": art("config"),
+            },
         ],
-        "annotations": {"software.ocm.componentversion": f"{COMPONENT}:{VERSION}", "software.ocm.creator": "sack8s benchmarks"},
+        "annotations": {
+            "software.ocm.componentversion": f"{COMPONENT}:{comp.version}",
+            "software.ocm.creator": "sack8s benchmarks",
+        },
     }
     mdata = json.dumps(manifest, separators=(",", ":")).encode()
     d_man = put_manifest(host, repo, sha(mdata), manifest, MT_MANIFEST)
     index = {
         "schemaVersion": 2,
         "mediaType": MT_INDEX,
-        "manifests": [{"mediaType": MT_MANIFEST, "digest": d_man, "size": len(mdata), "artifactType": AT_DESCRIPTOR}],
-        "annotations": {"software.ocm.componentversion": f"{COMPONENT}:{VERSION}", "software.ocm.creator": "sack8s benchmarks"},
+        "manifests": [
+            {
+                "mediaType": MT_MANIFEST,
+                "digest": d_man,
+                "size": len(mdata),
+                "artifactType": AT_DESCRIPTOR,
+            }
+        ],
+        "annotations": {
+            "software.ocm.componentversion": f"{COMPONENT}:{comp.version}",
+            "software.ocm.creator": "sack8s benchmarks",
+        },
     }
-    put_manifest(host, repo, VERSION, index, MT_INDEX)
+    put_manifest(host, repo, comp.version, index, MT_INDEX)
     return d_man
 
 
@@ -311,7 +371,12 @@ def xr_for(size: Size, host: str, base: str, name: str = "bench") -> dict[str, A
             "name": f"sec-{j}",
             "namespace": f"{name}-ns-{j % size.namespaces}",
             "storeRef": {"name": "bench-vault", "kind": "ClusterSecretStore"},
-            "data": [{"secretKey": "PASSWORD", "remoteRef": {"key": f"bench/{name}/sec-{j}", "property": "password"}}],
+            "data": [
+                {
+                    "secretKey": "PASSWORD",
+                    "remoteRef": {"key": f"bench/{name}/sec-{j}", "property": "password"},
+                }
+            ],
         }
         for j in range(size.secrets)
     ]
@@ -320,10 +385,19 @@ def xr_for(size: Size, host: str, base: str, name: str = "bench") -> dict[str, A
         "kind": "SACK8sComponentVersion",
         "metadata": {"name": name},
         "spec": {
-            "component": {"name": COMPONENT, "version": f">={VERSION} <2", "repository": f"oci::http://{host}/{base}"},
+            "component": {
+                "name": COMPONENT,
+                "version": f">={VERSION} <2",
+                "repository": f"oci::http://{host}/{base}",
+            },
             "deploy": {"resource": {"name": "manifests"}},
             "namespaces": namespaces,
-            "values": {"inline": {"replicas": 3, "settings": {"s0": "from-the-claim"} if size.rules > size.images else {}}},
+            "values": {
+                "inline": {
+                    "replicas": 3,
+                    "settings": {"s0": "from-the-claim"} if size.rules > size.images else {},
+                }
+            },
             "secrets": secrets,
         },
     }
@@ -334,6 +408,8 @@ def policy_for(host: str) -> dict[str, Any]:
         "apiVersion": "sack8s.fn.crossplane.io/v1beta1",
         "kind": "Policy",
         "registries": [{"host": host, "plainHTTP": True}, {"host": IMAGE_HOST, "plainHTTP": True}],
-        "secretStores": [{"name": "bench-vault", "kind": "ClusterSecretStore", "remoteKeyPrefixes": ["bench/"]}],
+        "secretStores": [
+            {"name": "bench-vault", "kind": "ClusterSecretStore", "remoteKeyPrefixes": ["bench/"]}
+        ],
         "ocm": {"enabled": True, "gate": False},
     }

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 
 class SackError(Exception):
-    """A problem in the input (claim, policy, ConfigData, component) that composition cannot get past.
+    """A problem in the input (claim, policy, ConfigData, component) that composition cannot get
+    past.
 
     ``where`` names the place at fault: ``spec.namespaces[1].name``,
-    ``ConfigData localization[0] (file deployment.yaml)``, ``component acme.org/x:1.0 resource chart``.
+    ``ConfigData localization[0] (file deployment.yaml)``, ``component acme.org/x:1.0 resource
+    chart``.
     ``reason`` is a PascalCase machine-readable reason for the Result (``InvalidClaim``,
     ``PolicyViolation``, ``InvalidConfigData``, ``UnsupportedRule``, ``ComponentError``, ...).
     """

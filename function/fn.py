@@ -20,61 +20,16 @@ import structlog
 from crossplane.function import logging, resource, response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
-from pydantic import ValidationError
 
 from function import metrics
-from function.api.claim import Spec
-from function.api.policy import Policy
+from function.api.parse import parse_policy, parse_spec
+from function.cache import Memos
 from function.compose import admission, core, gates
 from function.compose.identity import identity_of
-from function.errors import InvalidClaim, InvalidPolicy, SackError
+from function.errors import SackError
 from function.requirements import requirements_for
 from function.sources import SourceFactory, claim_repository
 from function.structs import fields, to_dict
-
-# Fields Crossplane itself keeps in an XR's spec; they are not part of our API.
-CROSSPLANE_SPEC_FIELDS = {
-    "claimRef",
-    "compositionRef",
-    "compositionSelector",
-    "compositionRevisionRef",
-    "compositionUpdatePolicy",
-    "compositeDeletePolicy",
-    "resourceRefs",
-    "writeConnectionSecretToRef",
-    "publishConnectionDetailsTo",
-    "environmentConfigRefs",
-    "crossplane",
-}
-
-
-def pydantic_error(e: ValidationError, prefix: str, error: type[SackError]) -> SackError:
-    """One error naming the first invalid field path (all of them, when short)."""
-    parts = []
-    for err in e.errors()[:5]:
-        loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
-        parts.append((f"{prefix}.{loc}" if loc else prefix, err["msg"]))
-    where, msg = parts[0]
-    more = "; ".join(f"{w}: {m}" for w, m in parts[1:])
-    return error(where, msg + (f" (also {more})" if more else ""))
-
-
-def parse_policy(raw: Mapping[str, Any] | None) -> Policy:
-    try:
-        return Policy.model_validate(dict(raw or {}))
-    except ValidationError as e:
-        raise pydantic_error(e, "input", InvalidPolicy) from None
-
-
-def parse_spec(xr: Mapping[str, Any]) -> Spec:
-    raw = xr.get("spec") or {}
-    if not isinstance(raw, Mapping):
-        raise InvalidClaim("spec", f"must be an object, got {type(raw).__name__}")
-    spec = {k: v for k, v in raw.items() if k not in CROSSPLANE_SPEC_FIELDS}
-    try:
-        return Spec.model_validate(spec)
-    except ValidationError as e:
-        raise pydantic_error(e, "spec", InvalidClaim) from None
 
 
 def _struct(msg: Any) -> dict[str, Any]:
@@ -89,7 +44,8 @@ XR_STATUS_READ = ("component", "warnings", "blockedBy", "deploy")
 def _observed_xr(res: Any) -> dict[str, Any]:
     """The observed XR as far as the function reads it: identity, spec, and the parts of
     its status in ``XR_STATUS_READ`` — not the rest (images, substitutions), which would only
-    be converted to be thrown away."""
+    be converted to be thrown away.
+    """
     out = fields(res, ("apiVersion", "kind", "metadata", "spec"))
     if "status" in res.fields:
         out["status"] = fields(res.fields["status"].struct_value, XR_STATUS_READ)
@@ -100,7 +56,8 @@ def _observed_resource(key: str, res: Any) -> dict[str, Any]:
     """An observed composed resource as far as the core reads it: its kind and status
     (readiness, the OCM gate); its presence is what keeps it from being dropped. For the Flux
     objects and the OCM Component also spec and generation (what a closed gate keeps, what
-    the Component verifies)."""
+    the Component verifies).
+    """
     if key not in gates.OBSERVED_SPEC_KEYS:
         return fields(res, ("apiVersion", "kind", "status"))
     out = fields(res, ("apiVersion", "kind", "status", "spec"))
@@ -112,13 +69,20 @@ def _observed_resource(key: str, res: Any) -> dict[str, Any]:
 
 def _result(rsp: fnv1.RunFunctionResponse, severity: int, reason: str, message: str) -> None:
     rsp.results.append(
-        fnv1.Result(severity=severity, message=message, reason=reason, target=fnv1.TARGET_COMPOSITE_AND_CLAIM)
+        fnv1.Result(
+            severity=severity,
+            message=message,
+            reason=reason,
+            target=fnv1.TARGET_COMPOSITE_AND_CLAIM,
+        )
     )
 
 
 def _warnings_condition(warnings: list[dict[str, str]]) -> fnv1.Condition:
-    """``ConfigDataWarnings``: the current findings, durable where events are not (once each)."""
-    found = [w for w in warnings if w.get("reason") == "ConfigDataWarning"]
+    """``ConfigDataWarnings``: the current findings (``status.warnings``: the ConfigData
+    warnings and values no rule consumes), durable where events are sent once.
+    """
+    found = [w for w in warnings if w.get("message")]
     return fnv1.Condition(
         type="ConfigDataWarnings",
         status=fnv1.STATUS_CONDITION_TRUE if found else fnv1.STATUS_CONDITION_FALSE,
@@ -154,9 +118,11 @@ class _StdlibToStructlog(stdlogging.Handler):
             ensure_context_logging()
             level = record.levelname.lower()
             log = structlog.get_logger().bind(logger=record.name)
-            method = getattr(log, level if level in ("debug", "info", "warning", "error", "critical") else "info")
+            method = getattr(
+                log, level if level in ("debug", "info", "warning", "error", "critical") else "info"
+            )
             method(record.getMessage())
-        except Exception:  # noqa: BLE001 - logging must never break a reconcile
+        except Exception:
             self.handleError(record)
 
 
@@ -166,38 +132,57 @@ def bridge_stdlib_logging() -> None:
         pkg.addHandler(_StdlibToStructlog())
 
 
+def log_context(xr: Mapping[str, Any], tag: str) -> dict[str, str]:
+    """What every log line of one request carries: the XR, the request tag and the claim."""
+    meta = xr.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    context: dict[str, str] = {"xr": str(meta.get("name", "")), "tag": tag}
+    labels = meta.get("labels")
+    labels = labels if isinstance(labels, dict) else {}
+    if labels.get("crossplane.io/claim-name"):
+        claim_ns = labels.get("crossplane.io/claim-namespace", "")
+        context["claim"] = f"{claim_ns}/{labels['crossplane.io/claim-name']}"
+    return context
+
+
 @dataclass
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
-    """Serves RunFunction. One instance per process: its sources share one cache."""
+    """Serves RunFunction. One instance per process; it owns the caches: its sources share
+    one storage cache, and its memo tables are bound for the duration of every request.
+    """
 
     sources: SourceFactory = field(default_factory=SourceFactory)
     base_dir: Path = field(default_factory=Path.cwd)
+    memos: Memos = field(default_factory=Memos)
 
     def __post_init__(self) -> None:
         self.log = logging.get_logger()
         metrics.watch_cache(self.sources.cache)
-        metrics.instrument_registry_client()
+        metrics.watch_memos(self.memos)
+        if self.sources.on_registry_get is None:
+            self.sources.on_registry_get = metrics.observe_registry_get
         bridge_stdlib_logging()
 
-    async def RunFunction(  # noqa: N802 - gRPC method name
+    async def RunFunction(
         self, req: fnv1.RunFunctionRequest, _: grpc.aio.ServicerContext | None = None
     ) -> fnv1.RunFunctionResponse:
+        rsp, _outcome = await self.answer(req)
+        return rsp
+
+    async def answer(self, req: fnv1.RunFunctionRequest) -> tuple[fnv1.RunFunctionResponse, str]:
+        """The response and how it ended: ``composed``, ``waiting`` (for required resources)
+        or ``fatal`` -- the gRPC edge keeps only ``composed`` answers for identical requests.
+        """
         rsp = response.to(req)
         xr = _observed_xr(req.observed.composite.resource)
-        meta = xr.get("metadata")
-        meta = meta if isinstance(meta, dict) else {}
-        context: dict[str, str] = {"xr": str(meta.get("name", "")), "tag": req.meta.tag}
-        labels = meta.get("labels")
-        labels = labels if isinstance(labels, dict) else {}
-        if labels.get("crossplane.io/claim-name"):
-            context["claim"] = f"{labels.get('crossplane.io/claim-namespace', '')}/{labels['crossplane.io/claim-name']}"
+        context = log_context(xr, req.meta.tag)
         ensure_context_logging()
         log = self.log.bind(**context)
         started = time.perf_counter()
         outcome = "composed"
         # Every line logged while this request runs -- here, in deeper modules through structlog
         # or the stdlib bridge -- carries the XR and claim (structlog contextvars, task-local).
-        with structlog.contextvars.bound_contextvars(**context):
+        with structlog.contextvars.bound_contextvars(**context), self.memos.active():
             try:
                 if await self._run(req, rsp, xr, log) is False:
                     outcome = "waiting"
@@ -206,25 +191,38 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 log.info("fatal", reason=e.reason, error=str(e))
                 rsp.desired.CopyFrom(req.desired)
                 _result(rsp, fnv1.SEVERITY_FATAL, e.reason, str(e))
-            except Exception as e:  # noqa: BLE001 - the last line of defence: never raise out of RunFunction
+            except Exception as e:
                 outcome = "fatal"
                 log.exception("unexpected error")
                 rsp.desired.CopyFrom(req.desired)
-                _result(rsp, fnv1.SEVERITY_FATAL, "InternalError", f"internal error ({type(e).__name__}); see the function's logs")
+                _result(
+                    rsp,
+                    fnv1.SEVERITY_FATAL,
+                    "InternalError",
+                    f"internal error ({type(e).__name__}); see the function's logs",
+                )
             seconds = time.perf_counter() - started
             try:
-                metrics.observe_request(outcome, seconds, ((r.severity, r.reason) for r in rsp.results))
-            except Exception:  # noqa: BLE001 - metrics must never break a reconcile
+                metrics.observe_request(
+                    outcome, seconds, ((r.severity, r.reason) for r in rsp.results)
+                )
+            except Exception:
                 log.warning("metrics update failed")
             log.debug("done", seconds=round(seconds, 4))
-        return rsp
+        return rsp, outcome
 
-    async def _run(self, req: fnv1.RunFunctionRequest, rsp: fnv1.RunFunctionResponse, xr: dict[str, Any], log: Any) -> bool:
+    async def _run(
+        self,
+        req: fnv1.RunFunctionRequest,
+        rsp: fnv1.RunFunctionResponse,
+        xr: dict[str, Any],
+        log: Any,
+    ) -> bool:
         policy = parse_policy(_struct(req.input) if req.HasField("input") else {})
         spec = parse_spec(xr)
         identity = identity_of(xr)
         repository = claim_repository(spec)
-        admission.admit(spec, policy, identity, repository.host, repository.plain_http)
+        admitted = admission.admit(spec, policy, identity, repository)
 
         reqs = requirements_for(spec, identity)
         reqs.declare(rsp)
@@ -234,16 +232,24 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             return False  # Crossplane calls again with them resolved; this answer is discarded
 
         loaded = await self.sources.load(
-            spec, policy, repository, status=(xr.get("status") or {}), credentials=req.credentials, base_dir=self.base_dir
+            spec,
+            policy,
+            repository,
+            status=(xr.get("status") or {}),
+            credentials=req.credentials,
+            base_dir=self.base_dir,
         )
         values = got.values(spec, identity)
-        observed = {k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()}
+        observed = {
+            k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()
+        }
         out = core.compose(
             core.CoreInput(
                 spec=spec,
                 policy=policy,
                 identity=identity,
                 repository=repository,
+                admission=admitted,
                 loaded=loaded,
                 values=values,
                 existing_namespaces=got.namespaces,
@@ -253,7 +259,9 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         )
         for key in sorted(out.resources):
             resource.update(rsp.desired.resources[key], out.resources[key])
-            rsp.desired.resources[key].ready = fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
+            rsp.desired.resources[key].ready = (
+                fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
+            )
         resource.update(rsp.desired.composite, {"status": out.status})
         if not out.all_ready:
             rsp.desired.composite.ready = fnv1.READY_FALSE
@@ -273,5 +281,10 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             )
         )
         rsp.conditions.append(_warnings_condition(out.status.get("warnings") or []))
-        log.info("composed", resources=len(out.resources), version=loaded.component.version, ready=out.all_ready)
+        log.info(
+            "composed",
+            resources=len(out.resources),
+            version=loaded.component.version,
+            ready=out.all_ready,
+        )
         return True

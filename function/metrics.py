@@ -1,4 +1,5 @@
-"""Prometheus metrics for ``sack8s serve`` (opt-in: ``--metrics-address`` / ``SACK8S_METRICS_ADDRESS``).
+"""Prometheus metrics for ``sack8s serve`` (opt-in: ``--metrics-address`` /
+``SACK8S_METRICS_ADDRESS``).
 
 Counters are always kept (they cost a dictionary update per request); they are only
 *exposed* when the server is started with a metrics address. Everything lives in one
@@ -9,7 +10,8 @@ leaks in and tests can read values without a server.
 ``sack8s_requests_total{outcome}``          RunFunction calls: ``composed``, ``fatal``, ``waiting``
                                             (requirements not resolved yet)
 ``sack8s_request_duration_seconds``         RunFunction latency (histogram)
-``sack8s_results_total{severity,reason}``   Results returned: ``Fatal``/``Warning``/``Normal`` by reason
+``sack8s_results_total{severity,reason}``   Results returned by severity (Fatal, Warning, Normal)
+                                            and reason
 ``sack8s_registry_request_duration_seconds``
   ``{outcome}``                             one registry GET (auth round trips and redirects
                                             included), ``ok`` or ``error``
@@ -24,14 +26,18 @@ Label values are bounded: severities are three, reasons come from the error clas
 
 from __future__ import annotations
 
-import functools
-import threading
-import time
+import contextlib
 import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    start_http_server,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -40,7 +46,10 @@ ENV_ADDRESS = "SACK8S_METRICS_ADDRESS"
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 REQUESTS = Counter(
-    "sack8s_requests", "RunFunction requests by outcome (composed, fatal, waiting).", ["outcome"], registry=REGISTRY
+    "sack8s_requests",
+    "RunFunction requests by outcome (composed, fatal, waiting).",
+    ["outcome"],
+    registry=REGISTRY,
 )
 DURATION = Histogram(
     "sack8s_request_duration_seconds",
@@ -49,7 +58,10 @@ DURATION = Histogram(
     registry=REGISTRY,
 )
 RESULTS = Counter(
-    "sack8s_results", "Results returned by RunFunction, by severity and reason.", ["severity", "reason"], registry=REGISTRY
+    "sack8s_results",
+    "Results returned by RunFunction, by severity and reason.",
+    ["severity", "reason"],
+    registry=REGISTRY,
 )
 REGISTRY_LATENCY = Histogram(
     "sack8s_registry_request_duration_seconds",
@@ -81,7 +93,7 @@ _STAT_FIELDS = ("hits", "misses", "coalesced", "evictions", "expirations", "regi
 
 
 def watch_cache(cache: Any) -> None:
-    """Expose ``cache.stats`` (function.ocm.cache.Cache) through the metrics endpoint."""
+    """Expose ``cache.stats`` (function.cache.Cache) through the metrics endpoint."""
     _caches.add(cache)
 
 
@@ -89,57 +101,87 @@ class _CacheCollector(Collector):
     def collect(self):  # type: ignore[override]
         caches = list(_caches)
         for name in _STAT_FIELDS:
-            fam = CounterMetricFamily(f"sack8s_cache_{name}", f"Component cache: {name.replace('_', ' ')}.")
+            fam = CounterMetricFamily(
+                f"sack8s_cache_{name}", f"Component cache: {name.replace('_', ' ')}."
+            )
             fam.add_metric([], float(sum(getattr(c.stats, name, 0) for c in caches)))
             yield fam
-        size = GaugeMetricFamily("sack8s_cache_bytes", "Bytes held by the digest-keyed component cache.")
+        size = GaugeMetricFamily(
+            "sack8s_cache_bytes", "Bytes held by the digest-keyed component cache."
+        )
         size.add_metric([], float(sum(getattr(c, "size_bytes", 0) for c in caches)))
         yield size
 
 
 REGISTRY.register(_CacheCollector())
 
+_responses: weakref.WeakSet[Any] = weakref.WeakSet()
+_RESPONSE_FIELDS = ("reused", "stored", "stale", "refused", "evictions")
+
+
+def watch_responses(responses: Any) -> None:
+    """Expose ``responses.stats`` (function.cache.Responses) through the metrics endpoint."""
+    _responses.add(responses)
+
+
+class _ResponsesCollector(Collector):
+    def collect(self):  # type: ignore[override]
+        snaps = [r.snapshot() for r in list(_responses)]
+        for name in _RESPONSE_FIELDS:
+            fam = CounterMetricFamily(
+                f"sack8s_responses_{name}",
+                f"Answers kept for identical requests: {name}.",
+            )
+            fam.add_metric([], float(sum(s.get(name, 0) for s in snaps)))
+            yield fam
+        size = GaugeMetricFamily(
+            "sack8s_responses_bytes", "Bytes held by the answers kept for identical requests."
+        )
+        size.add_metric([], float(sum(s.get("bytes", 0) for s in snaps)))
+        yield size
+
+
+REGISTRY.register(_ResponsesCollector())
+
+_memos: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def watch_memos(memos: Any) -> None:
+    """Expose ``memos.stats()`` (function.cache.Memos) per table through the metrics endpoint."""
+    _memos.add(memos)
+
+
+class _MemoCollector(Collector):
+    def collect(self):  # type: ignore[override]
+        tables: dict[str, dict[str, int]] = {}
+        for m in list(_memos):
+            for table, snap in m.stats().items():
+                agg = tables.setdefault(table, {})
+                for k, v in snap.items():
+                    agg[k] = agg.get(k, 0) + v
+        for name in ("hits", "misses", "evictions"):
+            fam = CounterMetricFamily(
+                f"sack8s_memo_{name}", f"Memos of pure steps: {name}.", labels=["table"]
+            )
+            for table, agg in sorted(tables.items()):
+                fam.add_metric([table], float(agg.get(name, 0)))
+            yield fam
+        size = GaugeMetricFamily("sack8s_memo_bytes", "Bytes held by the memos.", labels=["table"])
+        for table, agg in sorted(tables.items()):
+            size.add_metric([table], float(agg.get("bytes", 0)))
+        yield size
+
+
+REGISTRY.register(_MemoCollector())
+
 
 # -- registry latency ----------------------------------------------------------------------
 
-_instrumented = False
-_lock = threading.Lock()
 
-
-def instrument_registry_client() -> bool:
-    """Time every ``RegistryClient.get`` (the OCI client's one entry point for a registry GET).
-
-    Wraps the method once per process, like an auto-instrumentation agent would, so the OCI
-    client needs no metrics dependency. Returns False when the client is not importable or
-    has no ``get`` (then no registry latency is recorded; a test guards against that).
-    """
-    global _instrumented
-    with _lock:
-        if _instrumented:
-            return True
-        try:
-            from function.ocm.oci.client import RegistryClient
-        except ImportError:
-            return False
-        original = getattr(RegistryClient, "get", None)
-        if original is None:
-            return False
-
-        @functools.wraps(original)
-        async def timed_get(self: Any, *args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            outcome = "error"
-            try:
-                result = await original(self, *args, **kwargs)
-                outcome = "ok"
-                return result
-            finally:
-                REGISTRY_LATENCY.labels(outcome).observe(time.perf_counter() - started)
-
-        timed_get.__sack8s_instrumented__ = True  # type: ignore[attr-defined]
-        RegistryClient.get = timed_get  # type: ignore[method-assign]
-        _instrumented = True
-        return True
+def observe_registry_get(seconds: float, ok: bool) -> None:  # noqa: FBT001 - the on_get hook
+    """The registry client's ``on_get`` hook: one registry GET ended (wired by the edge)."""
+    with contextlib.suppress(Exception):  # metrics must never break a registry read
+        REGISTRY_LATENCY.labels("ok" if ok else "error").observe(seconds)
 
 
 # -- exposition ----------------------------------------------------------------------------
@@ -155,13 +197,11 @@ def parse_address(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"metrics address {address!r} must be HOST:PORT")
-    host = host.strip("[]") or "0.0.0.0"
+    host = host.strip("[]") or "0.0.0.0"  # noqa: S104 - ":PORT" means all interfaces, as documented
     return host, int(port)
 
 
 def start_server(address: str) -> tuple[Any, Any]:
     """Serve ``/metrics`` on ``address`` in a daemon thread; returns (server, thread)."""
-    from prometheus_client import start_http_server
-
     host, port = parse_address(address)
     return start_http_server(port, addr=host, registry=REGISTRY)

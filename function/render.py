@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from crossplane.function import resource as sdkresource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from ruamel.yaml import YAML
+from ruamel.yaml.representer import SafeRepresenter
 
 from function.api.policy import INPUT_GROUP
 from function.errors import SackError
 from function.fn import FunctionRunner
 from function.structs import plain, to_dict
+from function.yaml11 import needs_quotes
 from function.yamlio import load_all
 
 ANNOTATION_RESOURCE_NAME = "crossplane.io/composition-resource-name"
@@ -41,8 +44,21 @@ def _sorted(v: Any) -> Any:
     return v
 
 
+class _Representer(SafeRepresenter):
+    """Strings a YAML 1.1 reader (kubectl, Helm, sigs.k8s.io/yaml) would retype are quoted."""
+
+    def represent_str(self, data: str) -> Any:
+        return self.represent_scalar(
+            "tag:yaml.org,2002:str", data, style="'" if needs_quotes(data) else None
+        )
+
+
+_Representer.add_representer(str, _Representer.represent_str)
+
+
 def dump_yaml(docs: Iterable[Mapping[str, Any]]) -> str:
     y = YAML(typ="safe", pure=True)
+    y.Representer = _Representer
     y.default_flow_style = False
     y.width = 4096
     out = io.StringIO()
@@ -55,7 +71,11 @@ def load_docs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     for p in paths:
         path = Path(p)
-        files = sorted(f for f in path.rglob("*") if f.suffix in (".yaml", ".yml", ".json")) if path.is_dir() else [path]
+        files = (
+            sorted(f for f in path.rglob("*") if f.suffix in (".yaml", ".yml", ".json"))
+            if path.is_dir()
+            else [path]
+        )
         for f in files:
             try:
                 data = f.read_bytes()
@@ -69,7 +89,9 @@ def load_docs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 
 
 def claim_to_xr(doc: dict[str, Any]) -> dict[str, Any]:
-    """A namespaced claim becomes the XR Crossplane would create for it (claimRef and labels set)."""
+    """A namespaced claim becomes the XR Crossplane would create for it (claimRef and labels
+    set).
+    """
     meta = doc.get("metadata") or {}
     ns = meta.get("namespace")
     if not ns:
@@ -80,11 +102,20 @@ def claim_to_xr(doc: dict[str, Any]) -> dict[str, Any]:
         "kind": "X" + str(doc.get("kind", "")),
         "metadata": {
             "name": name,
-            "labels": {**(meta.get("labels") or {}), "crossplane.io/claim-name": name, "crossplane.io/claim-namespace": ns},
+            "labels": {
+                **(meta.get("labels") or {}),
+                "crossplane.io/claim-name": name,
+                "crossplane.io/claim-namespace": ns,
+            },
         },
         "spec": {
             **(doc.get("spec") or {}),
-            "claimRef": {"apiVersion": doc.get("apiVersion"), "kind": doc.get("kind"), "name": name, "namespace": ns},
+            "claimRef": {
+                "apiVersion": doc.get("apiVersion"),
+                "kind": doc.get("kind"),
+                "name": name,
+                "namespace": ns,
+            },
         },
     }
     if "status" in doc:
@@ -94,9 +125,17 @@ def claim_to_xr(doc: dict[str, Any]) -> dict[str, Any]:
 
 def our_step(comp: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     steps = ((comp.get("spec") or {}).get("pipeline")) or []
-    ours = [s for s in steps if str((s.get("input") or {}).get("apiVersion", "")).startswith(INPUT_GROUP + "/")]
+    ours = [
+        s
+        for s in steps
+        if str((s.get("input") or {}).get("apiVersion", "")).startswith(INPUT_GROUP + "/")
+    ]
     if len(ours) != 1:
-        raise RenderError(where, f"needs exactly one pipeline step whose input is a {INPUT_GROUP} Policy, found {len(ours)}")
+        raise RenderError(
+            where,
+            f"needs exactly one pipeline step whose input is a {INPUT_GROUP} Policy, found "
+            f"{len(ours)}",
+        )
     return ours[0]
 
 
@@ -104,16 +143,21 @@ def input_from_composition(comp: Mapping[str, Any], where: str) -> dict[str, Any
     return dict(our_step(comp, where)["input"])
 
 
-def step_credentials(step: Mapping[str, Any], secrets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def step_credentials(
+    step: Mapping[str, Any], secrets: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """The step's ``credentials[]`` resolved as Crossplane does: each name gets the Secret its
-    ``secretRef`` names (by namespace and name), renamed to the credential's name."""
+    ``secretRef`` names (by namespace and name), renamed to the credential's name.
+    """
     out = []
     secrets = list(secrets)
     for cred in step.get("credentials") or []:
         ref = cred.get("secretRef") or {}
         for sec in secrets:
             meta = sec.get("metadata") or {}
-            if meta.get("name") == ref.get("name") and meta.get("namespace", ref.get("namespace")) == ref.get("namespace"):
+            if meta.get("name") == ref.get("name") and meta.get(
+                "namespace", ref.get("namespace")
+            ) == ref.get("namespace"):
                 out.append({**sec, "metadata": {**meta, "name": cred.get("name")}})
     return out
 
@@ -193,7 +237,12 @@ async def render(
         out_xr["status"] = status
     if rsp.conditions:
         conds = [
-            {"type": c.type, "status": fnv1.Status.Name(c.status).removeprefix("STATUS_CONDITION_").title(), "reason": c.reason, "message": c.message}
+            {
+                "type": c.type,
+                "status": fnv1.Status.Name(c.status).removeprefix("STATUS_CONDITION_").title(),
+                "reason": c.reason,
+                "message": c.message,
+            }
             for c in rsp.conditions
         ]
         out_xr.setdefault("status", {})["conditions"] = conds

@@ -12,8 +12,9 @@ cannot read another team's data through the function.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from crossplane.function import response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
@@ -32,7 +33,7 @@ def namespace_requirement(name: str) -> str:
 
 
 def values_namespace(spec: Spec, identity: Identity) -> str:
-    return identity.namespace or spec.namespaces[0].name
+    return identity.namespace or spec.primary_namespace
 
 
 @dataclass
@@ -42,12 +43,16 @@ class Requirements:
 
     def declare(self, rsp: fnv1.RunFunctionResponse) -> None:
         for ns in self.namespaces:
-            response.require_resources(rsp, namespace_requirement(ns), "v1", "Namespace", match_name=ns)
+            response.require_resources(
+                rsp, namespace_requirement(ns), "v1", "Namespace", match_name=ns
+            )
         if self.configmap:
             ns, name = self.configmap
-            response.require_resources(rsp, VALUES, "v1", "ConfigMap", match_name=name, namespace=ns)
+            response.require_resources(
+                rsp, VALUES, "v1", "ConfigMap", match_name=name, namespace=ns
+            )
 
-    def collect(self, req: fnv1.RunFunctionRequest) -> "Resolved | None":
+    def collect(self, req: fnv1.RunFunctionRequest) -> Resolved | None:
         """What the cluster holds, or None while any requirement is still unresolved."""
         found: dict[str, Mapping[str, Any] | None] = {}
         for ns in self.namespaces:
@@ -91,7 +96,9 @@ class Resolved:
         key = v.configMapRef.key
         if key is None:
             if len(data) != 1:
-                raise InvalidValues(where, f"has {len(data)} data keys; set spec.values.configMapRef.key")
+                raise InvalidValues(
+                    where, f"has {len(data)} data keys; set spec.values.configMapRef.key"
+                )
             key = next(iter(data))
         if key not in data:
             shown = ", ".join(sorted(data)[:10]) or "none"

@@ -14,21 +14,27 @@ and a version never flips back because a tag vanished.
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from function.api.claim import Spec
 from function.api.policy import Policy
+from function.cache import Cache, unrepeatable
 from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
-from function.ocm import versions
-from function.ocm.cache import Cache
-from function.ocm.fetch import load_component
+from function.ocm.fetch import load_resources, resolve_version
 from function.ocm.location import Location, open_source, parse_location, parse_repository
-from function.ocm.model import TYPE_CONFIGDATA, Repository
-from function.ocm.select import find_resource
-from function.ocm.source import ComponentSource, LoadedComponent
+from function.ocm.model import TYPE_CONFIGDATA, ComponentVersion, Repository, Resource
+from function.ocm.oci import (
+    AllowedHost,
+    CredentialSet,
+    OciSource,
+    RegistryAccess,
+    credentials_from_request_data,
+)
+from function.ocm.select import find_by_type, find_resource
+from function.ocm.source import ComponentSource, LoadedComponent, resource_key
 
 
 def claim_repository(spec: Spec) -> Repository:
@@ -37,9 +43,13 @@ def claim_repository(spec: Spec) -> Repository:
     try:
         loc = parse_repository(spec.component.repository)
     except SackError as e:
-        raise PolicyViolation(where, e.message if e.where.startswith("source") else str(e)) from None
+        raise PolicyViolation(
+            where, e.message if e.where.startswith("source") else str(e)
+        ) from None
     if loc.kind != "oci" or loc.repository is None:
-        raise PolicyViolation(where, f"must be an OCI registry reference (got a {loc.kind} location)")
+        raise PolicyViolation(
+            where, f"must be an OCI registry reference (got a {loc.kind} location)"
+        )
     return loc.repository
 
 
@@ -60,36 +70,46 @@ def previous_version(spec: Spec, status: Mapping[str, Any]) -> str | None:
     return None
 
 
-async def resolve_version(source: ComponentSource, spec: Spec, status: Mapping[str, Any]) -> str:
-    constraint = spec.component.version
-    where = f"spec.component.version (component {spec.component.name})"
-    if versions.is_exact(constraint):
-        return constraint.removeprefix("v") if constraint.startswith("v") and versions.parse_semver(constraint[1:]) else constraint
-    available = await source.list_versions(spec.component.name)
-    return _resolve(tuple(available), constraint, previous_version(spec, status), where)
-
-
-@functools.lru_cache(maxsize=4096)
-def _resolve(available: tuple[str, ...], constraint: str, prev: str | None, where: str) -> str:
-    """The sticky choice: a pure function of the tag list (itself TTL-cached), the range and the
-    version resolved last time, so it is memoised (errors are not: they are raised every time)."""
-    picked = versions.pick_version(list(available), constraint, where=where)
-    if prev and versions.satisfies(prev, constraint, where=where):
-        p, n = versions.parse_semver(prev), versions.parse_semver(picked)
-        if p is not None and n is not None and not (p < n):
-            return prev
-    return picked
+def select_resources(spec: Spec, cv: ComponentVersion) -> tuple[Resource, Resource | None]:
+    """The claim's deployable and ConfigData resources (None when the component ships none),
+    selected once per request; the core reads them from the :class:`LoadedComponent`.
+    """
+    deployable = find_resource(
+        cv.descriptor,
+        spec.deploy.resource.name,
+        spec.deploy.resource.extraIdentity,
+        where="spec.deploy.resource",
+    )
+    if spec.configData is not None:
+        cd = find_resource(
+            cv.descriptor,
+            spec.configData.name,
+            spec.configData.extraIdentity,
+            where="spec.configData",
+        )
+        if cd.type != TYPE_CONFIGDATA:
+            raise InvalidClaim(
+                "spec.configData", f"resource {cd.name} has type {cd.type}, not {TYPE_CONFIGDATA}"
+            )
+        return deployable, cd
+    if any(r.type == TYPE_CONFIGDATA for r in cv.descriptor.resources):
+        return deployable, find_by_type(
+            cv.descriptor, TYPE_CONFIGDATA, where=f"component {cv.name}:{cv.version}"
+        )
+    return deployable, None
 
 
 @dataclass
 class SourceFactory:
-    """Builds component sources for requests; one per process, sharing one cache."""
+    """Builds component sources for requests; one per process, sharing one storage cache.
+
+    ``on_registry_get(seconds, ok)`` is handed to every registry client (latency metrics).
+    """
 
     cache: Cache = field(default_factory=Cache)
+    on_registry_get: Callable[[float, bool], None] | None = None
 
-    def _credentials(self, policy: Policy, host: str, credentials: Mapping[str, Any]) -> Any:
-        from function.ocm.oci import CredentialSet, credentials_from_request_data
-
+    def _credentials(self, policy: Policy, credentials: Mapping[str, Any]) -> CredentialSet:
         result = CredentialSet()
         for entry in policy.registries:
             if entry.credentials is None:
@@ -100,9 +120,12 @@ class SourceFactory:
                     f"the pipeline step has no credentials named {entry.credentials!r}",
                 )
             got = credentials_from_request_data(
-                dict(credentials[entry.credentials].credential_data.data), where=f"credentials {entry.credentials}"
+                dict(credentials[entry.credentials].credential_data.data),
+                where=f"credentials {entry.credentials}",
             )
-            if got.default is not None:  # a bare username/password Secret: bind it to this host only
+            if (
+                got.default is not None
+            ):  # a bare username/password Secret: bind it to this host only
                 got = CredentialSet({entry.host.lower(): got.default, **got.by_host})
             result = result.merged(CredentialSet(got.by_host))
         return result
@@ -115,16 +138,23 @@ class SourceFactory:
         return None
 
     def open(
-        self, spec: Spec, policy: Policy, repository: Repository, credentials: Mapping[str, Any], base_dir: Path
+        self,
+        policy: Policy,
+        repository: Repository,
+        credentials: Mapping[str, Any],
+        base_dir: Path,
     ) -> ComponentSource:
         path = self._mirror(policy, repository, base_dir)
         if path is not None:
+            # Local files can change under one name: this answer is never reused as is.
+            unrepeatable("served from a local mirror")
             return open_source(parse_location(str(path)), registry_repository=repository)
-        from function.ocm.oci import AllowedHost, OciSource, RegistryAccess
-
-        hosts = [AllowedHost(r.host, plain_http=r.plainHTTP, ca_bundle=r.caBundle) for r in policy.registries]
-        access = RegistryAccess.build(hosts, self._credentials(policy, repository.host, credentials))
-        return OciSource(repository, access=access, cache=self.cache)
+        hosts = [
+            AllowedHost(r.host, plain_http=r.plainHTTP, ca_bundle=r.caBundle)
+            for r in policy.registries
+        ]
+        access = RegistryAccess.build(hosts, self._credentials(policy, credentials))
+        return OciSource(repository, access=access, cache=self.cache, on_get=self.on_registry_get)
 
     async def load(
         self,
@@ -136,55 +166,53 @@ class SourceFactory:
         credentials: Mapping[str, Any],
         base_dir: Path,
     ) -> LoadedComponent:
-        """Resolve the version and load what the core needs; the policy was checked before (admission.admit)."""
-        source = self.open(spec, policy, repository, credentials, base_dir)
+        """Resolve the version, select the resources and load them, once per request; the
+        policy was checked before (admission.admit).
+        """
+        source = self.open(policy, repository, credentials, base_dir)
         try:
-            version = await resolve_version(source, spec, status)
-            cv = await source.get(spec.component.name, version)
-            deployable = find_resource(
-                cv.descriptor, spec.deploy.resource.name, spec.deploy.resource.extraIdentity, where="spec.deploy.resource"
+            version = await resolve_version(
+                source,
+                spec.component.name,
+                spec.component.version,
+                previous=previous_version(spec, status),
+                where=f"spec.component.version (component {spec.component.name})",
             )
-            if spec.configData is not None:
-                cd = find_resource(cv.descriptor, spec.configData.name, spec.configData.extraIdentity, where="spec.configData")
-                if cd.type != TYPE_CONFIGDATA:
-                    raise InvalidClaim("spec.configData", f"resource {cd.name} has type {cd.type}, not {TYPE_CONFIGDATA}")
-                configdata = (spec.configData.name, dict(spec.configData.extraIdentity))
-            elif any(r.type == TYPE_CONFIGDATA for r in cv.descriptor.resources):
-                configdata = ("", {})
-            else:
-                configdata = None
-            dsel = (deployable.name, dict(deployable.extra_identity))
+            cv = await source.get(spec.component.name, version)
+            deployable, configdata = select_resources(spec, cv)
             mirror = self._mirror(policy, repository, base_dir)
-            # Everything load_component returns is a pure function of the descriptor manifest
+            # Everything load_resources returns is a pure function of the descriptor manifest
             # (content-addressed: it names every blob by digest) and of the selection, so it is
             # kept in the shared cache under that digest: a warm reconcile neither re-reads nor
             # re-extracts the deployable. A new descriptor (a re-pushed tag) is a new key.
             key = (
                 "loaded",
-                ("mirror", str(mirror)) if mirror is not None else ("oci", repository.host.lower(), repository.base.strip("/")),
+                ("mirror", str(mirror))
+                if mirror is not None
+                else ("oci", repository.host.lower(), repository.base.strip("/")),
                 repository,
                 cv.name,
                 cv.version,
                 cv.descriptor_digest,
-                _selector_key(dsel),
-                None if configdata is None else _selector_key(configdata),
+                resource_key(deployable),
+                None if configdata is None else resource_key(configdata),
             )
 
             async def fetch() -> LoadedComponent:
-                return await load_component(
-                    source, spec.component.name, cv.version, deployable=dsel, configdata=configdata
+                return await load_resources(
+                    source, cv, deployable=deployable, configdata=configdata
                 )
 
-            loaded = await self.cache.immutable(key, fetch, size=_loaded_size) if cv.descriptor_digest else await fetch()
+            loaded = (
+                await self.cache.immutable(key, fetch, size=_loaded_size)
+                if cv.descriptor_digest
+                else await fetch()
+            )
         finally:
             close = getattr(source, "aclose", None)
             if close is not None:
                 await close()
         return loaded
-
-
-def _selector_key(sel: tuple[str, Mapping[str, str]]) -> tuple[str, tuple[tuple[str, str], ...]]:
-    return sel[0], tuple(sorted(sel[1].items()))
 
 
 def _loaded_size(loaded: LoadedComponent) -> int:

@@ -10,14 +10,14 @@ file instead of expanding.
 from __future__ import annotations
 
 import io
-import re
 import pickle
+import re
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from function.configdata.memo import YAML_DOCS, digest
+from function.cache import active_memos, digest
 from function.errors import SackError
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -59,13 +59,19 @@ def check_expansion(
         node, depth = stack.pop()
         count += 1
         if count > max_nodes:
-            raise YamlError(where, f"document expands to more than {max_nodes} nodes (YAML alias bomb?)")
+            raise YamlError(
+                where, f"document expands to more than {max_nodes} nodes (YAML alias bomb?)"
+            )
         if depth > max_depth:
             raise YamlError(where, f"document nests deeper than {max_depth} levels")
         if isinstance(node, str):
             text += len(node)
             if text > max_text:
-                raise YamlError(where, f"document expands to more than {max_text} characters of text (YAML alias bomb?)")
+                raise YamlError(
+                    where,
+                    f"document expands to more than {max_text} characters of text (YAML alias "
+                    "bomb?)",
+                )
             if not surrogates and not node.isascii():
                 surrogates = _SURROGATE.search(node) is not None
         elif isinstance(node, dict):
@@ -85,7 +91,10 @@ def _fix_surrogates(node: Any, where: str) -> Any:
         try:
             return node.encode("utf-16", "surrogatepass").decode("utf-16")
         except UnicodeError:
-            raise YamlError(where, "holds a lone UTF-16 surrogate escape (\\uD800-\\uDFFF) that encodes no character") from None
+            raise YamlError(
+                where,
+                "holds a lone UTF-16 surrogate escape (\\uD800-\\uDFFF) that encodes no character",
+            ) from None
     if isinstance(node, dict):
         return {_fix_surrogates(k, where): _fix_surrogates(v, where) for k, v in node.items()}
     if isinstance(node, list):
@@ -108,19 +117,23 @@ def load_all(data: bytes | str, where: str, *, max_bytes: int = MAX_BYTES) -> li
     """Every document of a YAML stream as plain Python data (empty documents dropped).
 
     Parsing is pure-Python (ruamel's YAML 1.2 safe loader), so a parsed stream is memoised
-    by the SHA-256 of its bytes (:mod:`function.configdata.memo`); every caller gets its own
-    copy. Only valid streams are kept: an invalid one is parsed, and refused, every time.
+    by the SHA-256 of its bytes (:mod:`function.cache`, when the edge bound memo tables);
+    every caller gets its own copy. Only valid streams are kept: an invalid one is parsed,
+    and refused, every time.
     """
     if len(data) > max_bytes:
         _to_text(data, where, max_bytes)  # raises, naming the file
+    memos = active_memos()
+    if memos is None:
+        return _load_all(data, where, max_bytes)
     key = (digest(data), max_bytes)
-    blob = YAML_DOCS.get(key)
+    blob = memos.yaml_docs.get(key)
     if blob is None:
         docs = _load_all(data, where, max_bytes)
         blob = pickle.dumps(docs, protocol=pickle.HIGHEST_PROTOCOL)
-        YAML_DOCS.put(key, blob, len(blob) + 200)
+        memos.yaml_docs.put(key, blob, len(blob) + 200)
         return docs
-    return pickle.loads(blob)
+    return pickle.loads(blob)  # noqa: S301 - our own pickle of an already parsed document
 
 
 def _load_all(data: bytes | str, where: str, max_bytes: int) -> list[Any]:

@@ -9,8 +9,11 @@ except for the opt-in tools in ``OPT_IN``, which these machines cannot have.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,11 @@ SHARED = Path(os.environ.get("SACK8S_SHARED", REPO.parent / "shared")).resolve()
 FIXTURES = Path(os.environ.get("SACK8S_FIXTURES", SHARED / "fixtures" / "ocm-cli-v0.9.1"))
 CRDS = Path(os.environ.get("SACK8S_CRDS", SHARED / "crds"))
 STRICT = os.environ.get("SACK8S_STRICT", "") not in ("", "0", "false")
+# The test tools ../shared/tools builds or unpacks (kube-apiserver, kube-controller-manager, Flux
+# source-/kustomize-controller, ESO, helm): install.sh puts them here, outside shared/.
+TOOLS_SRC = SHARED / "tools"
+TOOLS = Path(os.environ.get("SACK8S_TOOLS", Path.home() / ".cache" / "sack8s" / "tools"))
+_INSTALL_TRIED: set[str] = set()
 
 
 def need(condition: bool, what: str) -> None:
@@ -89,3 +97,71 @@ def crossplane_bin() -> Path:
 @pytest.fixture(scope="session")
 def ocm_bin() -> Path:
     return opt_in_binary("SACK8S_OCM_CLI")
+
+
+_CONFIG: list[pytest.Config] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _CONFIG.append(config)
+
+
+def _say(message: str) -> None:
+    """One line on the terminal now, past pytest's output capture."""
+    capman = _CONFIG[0].pluginmanager.getplugin("capturemanager") if _CONFIG else None
+    if capman is None:
+        print(message, file=sys.stderr, flush=True)
+        return
+    with capman.global_and_fixture_disabled():
+        print(f"\n{message}", file=sys.stderr, flush=True)
+
+
+def _tool_ready(name: str, versions: dict[str, str]) -> bool:
+    stamp = TOOLS / f".{name}.version"
+    return (TOOLS / name).exists() and stamp.exists() and stamp.read_text().strip() == versions[name]
+
+
+def need_tools(*names: str) -> Path:
+    """``$SACK8S_TOOLS`` holding ``names`` at the versions ``../shared/tools/VERSIONS`` pins.
+
+    What is missing is installed with ``install.sh`` once per session (under a lock on the
+    directory, so two sessions never install into it at once); a tool that is not shipped
+    unpacked is built from the Go module proxy, which takes minutes, and this says so.
+    """
+    install = need_path(TOOLS_SRC / "install.sh", "test tools (install.sh)", "SACK8S_SHARED")
+    versions = {
+        line.split()[0]: line.split()[1]
+        for line in (TOOLS_SRC / "VERSIONS").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    missing = [n for n in names if not _tool_ready(n, versions)]
+    todo = [n for n in missing if n not in _INSTALL_TRIED]
+    if todo:
+        _INSTALL_TRIED.update(todo)
+        TOOLS.mkdir(parents=True, exist_ok=True)
+        _say(
+            f"sack8s tests: installing {' '.join(todo)} into {TOOLS} with {install} "
+            "(tools not shipped unpacked are built from the Go module proxy: minutes each)"
+        )
+        with open(TOOLS / ".install.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            todo = [n for n in todo if not _tool_ready(n, versions)]  # another session did it
+            p = (
+                subprocess.run(
+                    [str(install), str(TOOLS), *todo],
+                    capture_output=True,
+                    text=True,
+                    timeout=3600,
+                    check=False,
+                )
+                if todo
+                else None
+            )
+        if p is not None and p.returncode != 0:
+            _say(f"install.sh failed:\n{p.stdout[-1500:]}{p.stderr[-1500:]}")
+        missing = [n for n in names if not _tool_ready(n, versions)]
+    need(
+        not missing,
+        f"{', '.join(missing)} not installed in {TOOLS} by {install} (set SACK8S_TOOLS)",
+    )
+    return TOOLS

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import need
 
 from function.cli import main
-from conftest import need
 
 DATA = Path(__file__).parent / "data" / "configdata"
 BACKEND = DATA / "backend"
@@ -116,9 +116,10 @@ def test_stdin_with_as():
     assert r.exit_code == 0 and "replicas: 2 # set by" in r.stdout
 
 
-def test_stdin_without_as():
-    assert_one_line_error(backend("configure", "--values", str(BACKEND / "values.yaml"), "-", stdin="a: 1\n"),
-                          "--as PATH")
+def test_stdin_without_as_is_a_usage_error():
+    r = backend("configure", "--values", str(BACKEND / "values.yaml"), "-", stdin="a: 1\n")
+    assert r.exit_code == 2, r.output
+    assert r.stdout == "" and "--as PATH" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_frontend_multi_document_file(tmp_path):
@@ -152,7 +153,7 @@ def test_schema_violation_in_merged_values(tmp_path):
 def test_cue_config_data_is_refused():
     r = run("localize", "--config-data", str(DATA / "cue/config.yaml"), "--root", str(DATA / "cue"),
             "--component", str(BACKEND / "component-descriptor.yaml"), "deployment.yaml")
-    assert_one_line_error(r, "apiVersion is missing")
+    assert_one_line_error(r, "ConfigData localization[0] (file deployment.yaml): CUE 'mapping' rules are not supported")
 
 
 def test_cue_rule_is_refused(tmp_path):
@@ -165,11 +166,20 @@ def test_cue_rule_is_refused(tmp_path):
 
 def test_unsupported_spiff_expression(tmp_path):
     cd = tmp_path / "cd.yaml"
-    cd.write_text((BACKEND / "config.yaml").read_text().replace("(( replicas ))", "(( replicas + 1 ))"))
+    cd.write_text((BACKEND / "config.yaml").read_text().replace("(( replicas ))", "(( join(\", \", replicas) ))"))
     r = run("configure", "--config-data", str(cd), "--root", str(BACKEND), "--values", str(BACKEND / "values.yaml"),
             "manifests/deploy.yaml")
-    assert_one_line_error(r, "configuration.rules[0].value (file manifests/deploy.yaml)", "(( replicas + 1 ))",
+    assert_one_line_error(r, "configuration.rules[0].value (file manifests/deploy.yaml)", "(( join(", "function calls",
                           "not supported")
+
+
+def test_supported_spiff_arithmetic_through_the_cli(tmp_path):
+    cd = tmp_path / "cd.yaml"
+    cd.write_text((BACKEND / "config.yaml").read_text().replace("(( replicas ))", "(( replicas + 1 ))"))
+    r = run("configure", "-v", "--config-data", str(cd), "--root", str(BACKEND), "--values",
+            str(BACKEND / "values.yaml"), "manifests/deploy.yaml")
+    assert r.exit_code == 0, r.stderr
+    assert "spec.replicas: 1 -> 2" in r.stderr  # defaults replicas: 1, plus one
 
 
 def test_bad_path_names_rule_field_and_file(tmp_path):
@@ -214,15 +224,19 @@ def test_invalid_config_data(tmp_path):
         (["configure", "--values", str(BACKEND / "values.yaml"), "../outside.yaml"], "must be a path inside the root"),
         (["configure", "--values", str(BACKEND / "values.yaml"), "/etc/hostname"], "is outside --root"),
         (["localize", "--component", "/nonexistent/cd.yaml", "manifests/deploy.yaml"], "does not exist"),
-        (["localize", "--component", "ctf::/nonexistent//a.org/x:1", "manifests/deploy.yaml"], "is not a CTF"),
+        (["localize", "--component", "ctf::/nonexistent//a.org/x:1", "manifests/deploy.yaml"],
+         "/nonexistent does not exist"),
+        # usage errors: exit 2 (the contract of function/cli/exits.py)
         (["configure", "manifests/deploy.yaml"], "Missing option '--values'"),
         (["configure", "--values", str(BACKEND / "values.yaml")], "Missing argument 'FILE'"),
         (["mutate", "--values", str(BACKEND / "values.yaml"), "manifests/deploy.yaml"], "Missing option '--component'"),
+        (["configure", "--values", str(BACKEND / "values.yaml"), "--bogus", "manifests/deploy.yaml"],
+         "No such option '--bogus'"),
     ],
 )
-def test_error_paths_exit_1(args, fragment):
+def test_error_paths(args, fragment):
     r = backend(*args)
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == (2 if fragment.startswith(("Missing", "No such option")) else 1), r.output
     assert r.stdout == ""
     assert fragment in r.stderr
     assert "Traceback" not in r.stderr
@@ -338,7 +352,41 @@ def test_component_directory_and_unnamed_ctf(tmp_path, fixtures_dir):
     r = backend("localize", "--component", f"{d}//ocm.software/podinfo-backend", "manifests/deploy.yaml")
     assert r.exit_code == 0 and RELOCATED in r.stdout  # version left out: the only one is used
     r = backend("localize", "--component", str(fixtures_dir / "ctf"), "manifests/deploy.yaml")
-    assert_one_line_error(r, "name the component: REPO//NAME:VERSION")
+    # the CTF holds one component, which is taken; it has two versions, which are listed
+    assert_one_line_error(r, "name the version (SOURCE//NAME:VERSION); versions there: 6.3.0, 6.2.0")
     r = backend("localize", "--component", f"ctf::{fixtures_dir / 'ctf'}//acme.org/sack8s/podinfo",
                 "manifests/deploy.yaml")
-    assert_one_line_error(r, "name the version of acme.org/sack8s/podinfo (found: ")
+    assert_one_line_error(r, "component acme.org/sack8s/podinfo: name the version", "versions there: 6.3.0, 6.2.0")
+
+
+def test_schema_violations_as_warnings_flag(tmp_path):
+    values = tmp_path / "v.yaml"
+    values.write_text("replicas: three\n")
+    r = backend("configure", "--values", str(values), "manifests/deploy.yaml")
+    assert_one_line_error(r, "ConfigData configuration.schema: values.replicas: 'three' is not of type 'integer' "
+                             "(schema rule properties/replicas/type)")
+    r = backend("configure", "--schema-violations", "warning", "--values", str(values), "manifests/deploy.yaml")
+    assert r.exit_code == 0, r.stderr
+    assert "replicas: three" in r.stdout
+    assert r.stderr.splitlines() == [
+        "sack8s: warning: ConfigData configuration.schema: values.replicas: 'three' is not of type 'integer' (schema "
+        "rule properties/replicas/type) (reported as a warning: schema violations are set to Warning)"]
+
+
+def test_engine_findings_go_to_stderr(tmp_path):
+    cd = tmp_path / "cd.yaml"
+    cd.write_text("configuration:\n  defaults: {unused: (( nothere )), list: [x, y]}\n  rules:\n"
+                  "  - {value: (( name )), file: manifests/configmap.yaml, path: data.NAME}\n")
+    r = run("configure", "--config-data", str(cd), "--root", str(BACKEND), "--values", str(BACKEND / "values.yaml"),
+            "manifests/configmap.yaml")
+    assert r.exit_code == 0, r.stderr
+    assert "NAME: subst-0" in r.stdout
+    warnings = r.stderr.splitlines()
+    assert [w.split(":")[1].strip() for w in warnings] == ["warning"] * 5, warnings
+    assert "apiVersion and kind are missing" in warnings[0]
+    assert "configuration.defaults.list[1]: the unquoted 'y' is read as true" in warnings[1]
+    assert "configuration.defaults.unused: (( nothere )) refers to 'nothere'" in warnings[2]
+    assert "(( name )) resolves to this rule's own field name ('subst-0')" in warnings[3]
+    # (( name )) is the rule's own field, so the values' only key lands nowhere
+    assert warnings[4].endswith("reach no configuration rule of the ConfigData (for any file), "
+                                "so they are never applied: message")

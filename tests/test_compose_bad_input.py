@@ -85,6 +85,7 @@ CASES: list[tuple[str, Callable[[dict, dict], None], list[str]]] = [
     ("store kind mismatch", spec_set("secrets", [{**SECRET, "storeRef": {"name": "platform-vault", "kind": "SecretStore"}}]), ["spec.secrets[0].storeRef", "SecretStore"]),
     ("remote key outside prefix", spec_set("secrets", [{**SECRET, "data": [{"secretKey": "k", "remoteRef": {"key": "apps/other-team/db"}}]}]), ["spec.secrets[0].data[0].remoteRef.key", "outside the prefixes"]),
     ("remote key traversal", spec_set("secrets", [{**SECRET, "data": [{"secretKey": "k", "remoteRef": {"key": "apps/podinfo/../other/db"}}]}]), ["spec.secrets[0].data[0].remoteRef.key", "'..'"]),
+    ("duplicate secretKey", spec_set("secrets", [{**SECRET, "data": [SECRET["data"][0], {"secretKey": "k", "remoteRef": {"key": "apps/podinfo/y"}}]}]), ["spec.secrets[0].data[1].secretKey", "'k'", "spec.secrets[0].data[0]"]),
     ("secret in foreign namespace", spec_set("secrets", [{**SECRET, "namespace": "elsewhere"}]), ["spec.secrets[0].namespace", "not one of the claim's target namespaces"]),
     ("secret without data", spec_set("secrets", [{"name": "s", "storeRef": {"name": "platform-vault"}}]), ["spec.secrets[0]", "at least one data"]),
     ("literal secret value field", spec_set("secrets", [{**SECRET, "value": "hunter2"}]), ["spec.secrets[0].value", "Extra inputs"]),
@@ -107,6 +108,9 @@ CASES: list[tuple[str, Callable[[dict, dict], None], list[str]]] = [
     ("policy unknown field", policy_set("colour", "red"), ["input.colour", "Extra inputs"]),
     ("policy bad regex", policy_set("namespaces.allowPattern", "(["), ["namespaces.allowPattern", "regular expression"]),
     ("policy wildcard deployer rule", policy_set("rbac", {"deployerRules": [{"apiGroups": ["*"], "resources": ["pods"], "verbs": ["get"]}]}), ["rbac.deployerRules[0]", "'*'"]),
+    ("policy interval not a duration", policy_set("flux.interval", "ten minutes"), ["flux.interval", "not a duration"]),
+    ("policy zero timeout", policy_set("flux.timeout", "0s"), ["flux.timeout", "positive"]),
+    ("policy ocm interval below a millisecond", policy_set("ocm.interval", "500us"), ["ocm.interval", "millisecond"]),
     ("policy deploy pattern placeholder", policy_set("deployNamespace", {"pattern": "x-{team}"}), ["deployNamespace.pattern", "{claim}"]),
 ]
 

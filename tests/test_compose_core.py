@@ -262,3 +262,17 @@ def test_registry_credential_template_cannot_be_broken_by_a_quote() -> None:
     got = by_key(run(xr, policy, observed=observed("helm")))
     tpl = got["externalsecret-pull-podinfo"]["spec"]["target"]["template"]["data"][".dockerconfigjson"]
     assert "| toJson" in tpl and '"{{' not in tpl and ".password" in tpl
+
+
+def test_schema_violations_are_fatal_unless_the_policy_downgrades_them_to_warnings() -> None:
+    xr, policy = load()
+    xr["spec"]["values"]["inline"]["replicas"] = "two"  # the example ConfigData says integer
+    out = asyncio.run(render(xr, policy))
+    assert out.fatal is not None
+    assert "configuration.schema: values.replicas: 'two' is not of type 'integer'" in out.fatal.message
+    policy = copy.deepcopy(policy)
+    policy["configData"] = {"schemaViolations": "Warning"}
+    out = run(xr, policy)
+    warnings = [r.message for r in out.results if r.severity == fnv1.SEVERITY_WARNING]
+    assert any("values.replicas: 'two' is not of type 'integer' (schema rule properties/replicas/type)" in w
+               and "reported as a warning" in w for w in warnings), warnings

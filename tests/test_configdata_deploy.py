@@ -140,15 +140,12 @@ def test_upstream_canonical_helm_example_is_refused_for_its_cue_rule():
 
 
 def test_cue_example_from_upstream_is_refused():
-    verbatim = (DATA / "cue" / "config.yaml").read_bytes()  # upstream's file has no apiVersion
+    verbatim = (DATA / "cue" / "config.yaml").read_bytes()  # upstream's file has no apiVersion: accepted
     files = {"deployment.yaml": (DATA / "cue" / "deployment.yaml").read_bytes()}
-    with pytest.raises(InvalidConfigData) as e:
-        mutation_for("kustomize", verbatim, tiny_cv(), files, None)
-    assert "apiVersion is missing" in str(e.value)
-    cd = b"apiVersion: config.ocm.software/v1alpha1\n" + verbatim
-    with pytest.raises(UnsupportedRule) as e:
-        mutation_for("kustomize", cd, tiny_cv(), files, None)
-    assert "ConfigData localization[0] (file deployment.yaml): CUE 'mapping' rules are not supported" in str(e.value)
+    for cd in (verbatim, b"apiVersion: config.ocm.software/v1alpha1\n" + verbatim):
+        with pytest.raises(UnsupportedRule) as e:
+            mutation_for("kustomize", cd, tiny_cv(), files, None)
+        assert "ConfigData localization[0] (file deployment.yaml): CUE 'mapping' rules are not supported" in str(e.value)
 
 
 def test_no_rule_applies_is_a_warning(kustomize_files, config):
@@ -265,3 +262,37 @@ def test_unreadable_target_file_names_the_rule():
     with pytest.raises(Exception) as e:
         mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"a: [\n"}, {})
     assert str(e.value).startswith("ConfigData configuration.rules[0].path (file values.yaml): is not valid YAML")
+
+
+def test_engine_findings_become_the_mutations_warnings_naming_the_resource():
+    # no apiVersion/kind (accepted, as upstream), an unused broken default, a rule's own field,
+    # a schema violation downgraded by the policy switch
+    cd = ("configuration:\n  defaults: {unused: (( nothere ))}\n"
+          "  schema: {type: object, properties: {replicas: {type: integer}}}\n  rules:\n"
+          "  - {value: (( replicas )), file: values.yaml, path: replicaCount}\n"
+          "  - {value: (( name )), file: values.yaml, path: nameOverride}\n"
+          "  - {value: (( name )), file: other.yaml, path: x}\n")
+    name = "ConfigData (resource config)"
+    m = mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"replicaCount: 1\n"}, {"replicas": "two"},
+                     configdata_name=name, schema_violations="Warning")
+    assert m.helm_values == {"replicaCount": "two", "nameOverride": "subst-1"}
+    assert [w.split(":", 1)[0] for w in m.warnings] == [
+        f"{name}", f"{name} configuration.defaults.unused", f"{name} configuration.schema",
+        f"{name} configuration.rules[1].value (file values.yaml)",
+    ]  # rules[2] addresses a file outside the chart: its own-field warning does not apply here
+    assert "apiVersion and kind are missing" in m.warnings[0]
+    assert "no rule uses this value" in m.warnings[1]
+    assert "values.replicas: 'two' is not of type 'integer'" in m.warnings[2]
+    assert "resolves to this rule's own field name ('subst-1')" in m.warnings[3]
+    with pytest.raises(Exception) as e:  # the default: schema violations are Fatal
+        mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"replicaCount: 1\n"}, {"replicas": "two"},
+                     configdata_name=name)
+    assert str(e.value).startswith(f"{name} configuration.schema: values.replicas: 'two' is not of type 'integer'")
+
+
+def test_a_carried_list_keeps_what_helm_reads_in_values_yaml():
+    # Helm reads values.yaml with sigs.k8s.io/yaml (YAML 1.1): the chart's own plain `no` is false
+    # and 0777 is 511; the list the HelmRelease carries must not turn them into "no" and 777
+    cd = HDR + "configuration:\n  rules:\n  - {value: xx, file: values.yaml, path: 'codes[0]'}\n"
+    m = mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"codes: [de, no, 'no', 0777, y, ok]\n"}, {})
+    assert m.helm_values == {"codes": ["xx", False, "no", 511, True, "ok"]}

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from function.configdata.imageref import BadReference, image_name, parse_reference
+from function.ocm.imageref import BadReference, image_name, parse_reference
 from function.configdata.localize import field_value
 
 D = "sha256:" + "ab" * 32
@@ -37,12 +37,22 @@ D = "sha256:" + "ab" * 32
         (f"127.0.0.1:5000/base/component-descriptors/acme.org/x@{D}",
          f"127.0.0.1:5000/base/component-descriptors/acme.org/x@{D}", "127.0.0.1:5000",
          "base/component-descriptors/acme.org/x", "127.0.0.1:5000/base/component-descriptors/acme.org/x", D),
-        # ggcr: a first segment without '.' or ':' is not a registry, even "localhost"
-        ("localhost/foo:1", "index.docker.io/localhost/foo:1", "index.docker.io", "localhost/foo",
-         "index.docker.io/localhost/foo", "1"),
+        # ggcr v0.21.7 (pinned by ocm-controller v0.32.0's go.mod; commit 4b7672c7 "preserve
+        # localhost registry references", ref_test.go "localhost/testimage:mytag"): a first
+        # segment "localhost" is a registry; any other one without '.' or ':' is not.
+        ("localhost/foo:1", "localhost/foo:1", "localhost", "foo", "localhost/foo", "1"),
+        (f"localhost/foo:1@{D}", f"localhost/foo@{D}", "localhost", "foo", "localhost/foo", D),
+        ("localhost/team/app", "localhost/team/app:latest", "localhost", "team/app", "localhost/team/app", "latest"),
+        ("localhostx/foo:1", "index.docker.io/localhostx/foo:1", "index.docker.io", "localhostx/foo",
+         "index.docker.io/localhostx/foo", "1"),
+        ("Localhost/foo:1", None, None, None, None, None),
     ],
 )
 def test_fields_follow_go_containerregistry(ref, image, registry, repository, fqr, tag):
+    if image is None:  # ggcr compares "localhost" case-sensitively: "Localhost" is a repository, and invalid
+        with pytest.raises(BadReference):
+            parse_reference(ref)
+        return
     r = parse_reference(ref)
     assert field_value(r, "image") == image
     assert field_value(r, "registry") == registry

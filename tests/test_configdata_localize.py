@@ -9,6 +9,7 @@ import pytest
 from function.configdata.localize import plan_localization
 from function.configdata.model import parse_configdata
 from function.errors import ComponentError, InvalidConfigData, UnsupportedRule
+from function.ocm.access import LocalizedImage, image_table
 from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
 
 D = "sha256:" + "cd" * 32
@@ -23,8 +24,9 @@ def cv(*resources: Resource) -> ComponentVersion:
     return ComponentVersion(Descriptor("acme.org/app", "1.0.0", "acme", tuple(resources)), Repository("r.io"), D)
 
 
-def by_access(_cv: ComponentVersion, r: Resource) -> str:
-    return r.access["imageReference"]
+def localize(config, c: ComponentVersion):
+    """plan_localization with the image table the core builds (unpinned references allowed here)."""
+    return plan_localization(config, c, image_table(c, allow_unpinned=True))
 
 
 def cd(rule: str):
@@ -59,7 +61,7 @@ ALL = """- file: values.yaml
     ],
 )
 def test_every_field(ref, expected):
-    loc = plan_localization(cd(ALL), cv(image("img", ref)), by_access)
+    loc = localize(cd(ALL), cv(image("img", ref)))
     assert [(s.field, str(s.path), s.value) for s in loc.substitutions] == list(
         zip(["image", "registry", "repository", "fullyQualifiedRepository", "tag"],
             ["a.image", "a.registry", "a.repository", "a.fqr", "a.tag"], expected)
@@ -68,7 +70,7 @@ def test_every_field(ref, expected):
 
 
 def test_tag_with_digest_warns_how_to_pin():
-    loc = plan_localization(cd(ALL), cv(image("img", f"ghcr.io/a/b:1@{D}")), by_access)
+    loc = localize(cd(ALL), cv(image("img", f"ghcr.io/a/b:1@{D}")))
     tag = [w for w in loc.warnings if ".tag" in w]
     assert len(tag) == 1
     assert "pinned by digest" in tag[0] and "'image' rule" in tag[0] and "digest field" in tag[0]
@@ -77,13 +79,13 @@ def test_tag_with_digest_warns_how_to_pin():
 
 
 def test_tag_without_digest_does_not_warn():
-    loc = plan_localization(cd(ALL), cv(image("img", "ghcr.io/a/b:1")), by_access)
+    loc = localize(cd(ALL), cv(image("img", "ghcr.io/a/b:1")))
     assert loc.warnings == ()
 
 
 def test_repository_without_registry_warns():
     rule = "- file: values.yaml\n  resource: {name: img}\n  repository: image.repository\n"
-    loc = plan_localization(cd(rule), cv(image("img", "ghcr.io/a/b:1")), by_access)
+    loc = localize(cd(rule), cv(image("img", "ghcr.io/a/b:1")))
     assert loc.substitutions[0].value == "a/b"
     assert "fullyQualifiedRepository" in loc.warnings[0]
 
@@ -91,14 +93,14 @@ def test_repository_without_registry_warns():
 def test_extra_identity_is_honoured():
     rule = "- file: d.yaml\n  resource: {name: img, extraIdentity: {arch: arm64}}\n  image: x\n"
     c = cv(image("img", "r.io/a:amd", arch="amd64"), image("img", "r.io/a:arm", arch="arm64"))
-    assert plan_localization(cd(rule), c, by_access).substitutions[0].value == "r.io/a:arm"
+    assert localize(cd(rule), c).substitutions[0].value == "r.io/a:arm"
 
 
 def test_ambiguous_name_is_an_error():
     rule = "- file: d.yaml\n  resource: {name: img}\n  image: x\n"
     c = cv(image("img", "r.io/a:amd", arch="amd64"), image("img", "r.io/a:arm", arch="arm64"))
     with pytest.raises(ComponentError) as e:
-        plan_localization(cd(rule), c, by_access)
+        localize(cd(rule), c)
     assert "matches 2 resources" in str(e.value) and "extraIdentity" in str(e.value)
     assert "localization[0].resource" in str(e.value)
 
@@ -106,49 +108,49 @@ def test_ambiguous_name_is_an_error():
 def test_missing_resource_is_an_error():
     rule = "- file: d.yaml\n  resource: {name: nope}\n  image: x\n"
     with pytest.raises(ComponentError) as e:
-        plan_localization(cd(rule), cv(image("img", "r.io/a:1")), by_access)
+        localize(cd(rule), cv(image("img", "r.io/a:1")))
     assert "no resource with identity {name=nope}" in str(e.value)
 
 
 def test_cue_mapping_is_unsupported():
     rule = "- file: d.yaml\n  resource: {name: img}\n  mapping: {path: spec, transform: 'out: 1'}\n"
     with pytest.raises(UnsupportedRule) as e:
-        plan_localization(cd(rule), cv(image("img", "r.io/a:1")), by_access)
+        localize(cd(rule), cv(image("img", "r.io/a:1")))
     assert "CUE 'mapping' rules are not supported" in str(e.value) and "localization[0]" in str(e.value)
 
 
 def test_reference_path_is_unsupported():
     rule = "- file: d.yaml\n  resource: {name: img, referencePath: [{name: sub}]}\n  image: x\n"
     with pytest.raises(UnsupportedRule) as e:
-        plan_localization(cd(rule), cv(image("img", "r.io/a:1")), by_access)
+        localize(cd(rule), cv(image("img", "r.io/a:1")))
     assert "referencePath" in str(e.value) and "referenced component" in str(e.value)
 
 
 def test_rule_without_target_is_an_error():
     with pytest.raises(InvalidConfigData) as e:
-        plan_localization(cd("- file: d.yaml\n  resource: {name: img}\n"), cv(image("img", "r.io/a:1")), by_access)
+        localize(cd("- file: d.yaml\n  resource: {name: img}\n"), cv(image("img", "r.io/a:1")))
     assert "no substitution target given" in str(e.value)
 
 
 def test_locate_errors_name_the_rule():
-    def broken(_cv, r):
-        raise ComponentError("component acme.org/app:1.0.0 resource img", "access type 'weird' unsupported")
+    c = cv(image("img", "r.io/a:1"))
+    broken = {"img": LocalizedImage(c.descriptor.resources[0], error=ComponentError(
+        "component acme.org/app:1.0.0 resource img", "access type 'weird' unsupported"))}
 
     with pytest.raises(ComponentError) as e:
-        plan_localization(cd("- file: d.yaml\n  resource: {name: img}\n  image: x\n"), cv(image("img", "r.io/a:1")),
-                          broken)
+        plan_localization(cd("- file: d.yaml\n  resource: {name: img}\n  image: x\n"), c, broken)
     assert str(e.value).startswith("ConfigData localization[0].resource")
     assert "access type 'weird'" in str(e.value)
 
 
-def test_default_locate_uses_the_packaging_contract():
-    from function.configdata.localize import default_locate
-
+def test_default_image_table_uses_the_packaging_contract():
     r = image("img", f"http://127.0.0.1:5000/upstream/podinfo:6.2.0@{D}")
-    assert default_locate(cv(r), r) == f"127.0.0.1:5000/upstream/podinfo:6.2.0@{D}"
+    assert image_table(cv(r))["img"].reference == f"127.0.0.1:5000/upstream/podinfo:6.2.0@{D}"
+    loc = plan_localization(cd("- file: d.yaml\n  resource: {name: img}\n  image: x\n"), cv(r))
+    assert loc.substitutions[0].value == f"127.0.0.1:5000/upstream/podinfo@{D}"
 
 
 def test_rule_without_resource_is_an_error():
     with pytest.raises(InvalidConfigData) as e:
-        plan_localization(cd("- file: d.yaml\n  image: x\n"), cv(image("img", "r.io/a:1")), by_access)
+        localize(cd("- file: d.yaml\n  image: x\n"), cv(image("img", "r.io/a:1")))
     assert "resource is missing" in str(e.value) and "localization[0]" in str(e.value)

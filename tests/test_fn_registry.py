@@ -24,7 +24,7 @@ from support.settle import converge
 from support.oci_env import PASSWORD, USER, basic_auth_registry, fault_proxy, fixture_registry, htpasswd_file, proxy  # noqa: F401
 
 from function.fn import FunctionRunner
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.render import input_from_composition, load_docs, render
 from function.sources import SourceFactory
 

@@ -25,7 +25,7 @@ from support.oci_env import (  # noqa: F401
 )
 
 from function.errors import ComponentError
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.ocm.model import Repository
 from function.ocm.oci import (
     AllowedHost,

@@ -25,7 +25,7 @@ from support.oci_env import (  # noqa: F401
 from support.registry import free_port
 
 from function.errors import ComponentError, SourceUnavailable
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.ocm.model import Repository
 from function.ocm.oci import AllowedHost, BasicCredential, CredentialSet, OciSource, RegistryAccess
 from function.ocm.oci.client import RegistryClient, RegistryError

@@ -13,7 +13,7 @@ from conftest import FIXTURES
 from support.oci_env import COMPONENT, basic_auth_registry, fault_proxy, fixture_registry, proxy  # noqa: F401
 
 from function.errors import ComponentError
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.ocm.descriptor import parse_descriptor
 from function.ocm.model import Repository
 from function.ocm.oci import AllowedHost, OciSource, RegistryAccess, open_registry

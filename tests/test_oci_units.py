@@ -9,7 +9,7 @@ import json
 import pytest
 
 from function.errors import InvalidPolicy
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.ocm.oci import (
     BasicCredential,
     CredentialSet,
@@ -17,9 +17,9 @@ from function.ocm.oci import (
     parse_www_authenticate,
 )
 from function.ocm.oci.config import AllowedHost, RegistryAccess, normalize_host
-from function.ocm.oci.manifest import (
+from function.ocm.layout import (
     ACCEPT_MANIFESTS,
-    ManifestError,
+    LayoutError,
     decode_tag,
     encode_tag,
     find_descriptor_manifest,
@@ -178,7 +178,7 @@ def test_descriptor_manifest_found_by_artifact_type_not_position():
     }
     assert find_descriptor_manifest(index).digest == D2
     index["manifests"][1]["artifactType"] = "something/else"
-    with pytest.raises(ManifestError, match="no child with artifactType"):
+    with pytest.raises(LayoutError, match="no child with artifactType"):
         find_descriptor_manifest(index)
 
 

@@ -12,7 +12,7 @@ from function.errors import ComponentError
 from function.ocm.access import flux_source, localized_reference
 from function.ocm.ctf import CtfSource
 from function.ocm.directory import DescriptorFileSource, DirectorySource
-from function.ocm.fetch import LoadRequest, load_component, load_request
+from function.ocm.fetch import load_component
 from function.ocm.model import Repository
 from function.ocm.source import ComponentSource
 
@@ -158,9 +158,12 @@ async def test_load_component_kustomize_range(ctf: CtfSource) -> None:
 async def test_load_component_versions(ctf: CtfSource) -> None:
     assert (await load_component(ctf, NAME, "~6.2")).component.version == "6.2.0"
     assert (await load_component(ctf, NAME, "v6.3.0")).component.version == "6.3.0"
-    lc = await load_request(ctf, LoadRequest(NAME, "^6", observed_version="6.2.0"))
-    assert (lc.component.version, lc.resolved_from) == ("6.2.0", "observed")
-    assert (await load_component(ctf, NAME, "^6", observed_version="5.0.0")).component.version == "6.3.0"
+    # Sticky resolution (the same function the claim path uses): the previous version is kept
+    # unless a newer match exists, and one that no longer satisfies the range is dropped.
+    assert (await load_component(ctf, NAME, "~6.2", previous="6.2.0")).component.version == "6.2.0"
+    assert (await load_component(ctf, NAME, "^6", previous="6.2.0")).component.version == "6.3.0"
+    assert (await load_component(ctf, NAME, "^6", previous="5.0.0")).component.version == "6.3.0"
+    assert (await load_component(ctf, NAME, "=6.2.0")).component.version == "6.2.0"
     with pytest.raises(ComponentError, match="no version satisfies '>=7' \\(available: 6.3.0, 6.2.0\\)"):
         await load_component(ctf, NAME, ">=7")
 

@@ -13,6 +13,7 @@ from function.ocm.ctf import CtfSource
 from function.ocm.directory import DescriptorFileSource, DirectorySource
 from function.ocm.location import Location, format_location, open_source, parse_location, parse_repository
 from function.ocm.model import Repository
+from function.ocm.oci import OciSource
 
 NAME = "acme.org/sack8s/podinfo"
 
@@ -97,23 +98,8 @@ def test_open_source(tmp_path: Path, fixtures_dir: Path) -> None:
     (tmp_path / "component-descriptor.json").write_bytes((fixtures_dir / "descriptors" / "source-6.2.0.json").read_bytes())
     assert isinstance(open_source(parse_location(str(tmp_path))), DirectorySource)
     assert isinstance(open_source(parse_location(str(tmp_path / "component-descriptor.json"))), DescriptorFileSource)
-
-
-def test_open_oci_source_without_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    import builtins
-
-    real_import = builtins.__import__
-
-    def fake(name, *args, **kwargs):
-        if name == "function.ocm.oci" or name.startswith("function.ocm.oci."):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    import importlib
-
-    monkeypatch.setattr(importlib, "import_module", lambda n: fake(n))
-    with pytest.raises(ComponentError, match="OCI registry sources are not available in this build"):
-        open_source(parse_location("oci::http://127.0.0.1:5000/source//acme.org/a/b:1"))
+    oci = open_source(parse_location("oci::http://127.0.0.1:5000/source//acme.org/a/b:1"))
+    assert isinstance(oci, OciSource) and oci.repository == Repository("127.0.0.1:5000", "source", True)
 
 
 # --------------------------------------------------------------------------- properties

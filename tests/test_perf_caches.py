@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 from function.api.claim import Spec
-from function.configdata import memo
+from function.cache import Lru, Memos, digest, files_digest
 from function.configdata.configure import validator_for
 from function.configdata.deploy import mutation_for
 from function.configdata.model import parse_configdata
 from function.configdata.yamlfile import apply, dump_file, load_file
 from function.errors import InvalidConfigData, InvalidValues
 from function.fn import parse_policy
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
 from function.render import input_from_composition, load_docs
 from function.sources import SourceFactory, claim_repository
@@ -37,10 +37,11 @@ D = "sha256:" + "11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf
 
 
 @pytest.fixture(autouse=True)
-def _fresh_memo():
-    memo.clear_all()
-    yield
-    memo.clear_all()
+def memos():
+    """Memo tables bound as the edge binds them for a request (nothing is memoised unbound)."""
+    m = Memos()
+    with m.active():
+        yield m
 
 
 def cv(ref: str = f"r.io:5000/team/app:1@{D}", digest: str = "sha256:" + "0" * 64) -> ComponentVersion:
@@ -85,14 +86,14 @@ def patches(m) -> list[Any]:
 # -- the Flux mutation ---------------------------------------------------------------------
 
 
-def test_mutation_is_memoised_and_equal_to_a_fresh_computation():
+def test_mutation_is_memoised_and_equal_to_a_fresh_computation(memos):
     files = {"deploy.yaml": DEPLOY.encode()}
     first = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
-    hits = memo.MUTATIONS.stats.hits
+    hits = memos.mutations.stats.hits
     again = mutation_for("kustomize", CONFIG.encode(), cv(), dict(files), {"replicas": 3})
     assert again is first  # served from the memo (equal component, same content)
-    assert memo.MUTATIONS.stats.hits == hits + 1
-    memo.clear_all()
+    assert memos.mutations.stats.hits == hits + 1
+    memos.clear()
     fresh = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
     assert fresh == first and fresh is not first
 
@@ -101,7 +102,7 @@ def test_mutation_is_memoised_and_equal_to_a_fresh_computation():
     "change",
     ["configdata", "files", "values", "flavour-values", "component", "same-digest-other-descriptor", "name"],
 )
-def test_mutation_changes_with_every_input(change: str):
+def test_mutation_changes_with_every_input(change: str, memos):
     files = {"deploy.yaml": DEPLOY.encode()}
     base = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
     args: dict[str, Any] = {"configdata": CONFIG.encode(), "component": cv(), "files": files, "values": {"replicas": 3}}
@@ -127,15 +128,31 @@ def test_mutation_changes_with_every_input(change: str):
         return
     got = mutation_for("kustomize", args["configdata"], args["component"], args["files"], args["values"])
     assert got != base
-    memo.clear_all()
+    memos.clear()
     assert got == mutation_for("kustomize", args["configdata"], args["component"], args["files"], args["values"])
 
 
+def test_the_schema_violations_policy_is_part_of_the_mutation_key(memos):
+    """A mutation composed under configData.schemaViolations: Warning is never served to a
+    request whose policy makes the same violation Fatal."""
+    files = {"deploy.yaml": DEPLOY.encode()}
+    bad = {"replicas": "three"}
+    warned = mutation_for("kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning")
+    assert any("is not of type 'integer'" in w for w in warned.warnings)
+    assert len(memos.mutations) == 1
+    with pytest.raises(InvalidValues, match="values.replicas: 'three' is not of type 'integer'"):
+        mutation_for("kustomize", CONFIG.encode(), cv(), files, bad)
+    again = mutation_for("kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning")
+    assert again is warned
+
+
 def test_values_that_json_cannot_tell_apart_are_not_memoised_together():
-    from function.configdata.deploy import _memo_key
+    from function.configdata.deploy import MutationInput, _memo_key
+    from function.ocm.access import image_table
 
     def key(values: Any) -> Any:
-        return _memo_key("kustomize", CONFIG.encode(), cv(), {"deploy.yaml": DEPLOY.encode()}, values, "ConfigData", None)
+        c = cv()
+        return _memo_key(MutationInput("kustomize", CONFIG.encode(), c, {"deploy.yaml": DEPLOY.encode()}, values, image_table(c)))
 
     assert key({1: "x"}) is None  # JSON would turn the key 1 into "1": such values are not memoised
     assert key({"a": (1, 2)}) is None  # a tuple would become a list
@@ -143,26 +160,27 @@ def test_values_that_json_cannot_tell_apart_are_not_memoised_together():
     assert len({key({"a": 1}), key({"a": True}), key({"a": 1.0}), key({"a": "1"})}) == 4
 
 
-def test_errors_are_never_cached():
+def test_errors_are_never_cached(memos):
     bad = CONFIG.replace("type: integer", "type: string").encode()
     files = {"deploy.yaml": DEPLOY.encode()}
     for _ in range(2):
         with pytest.raises(InvalidValues):
             mutation_for("kustomize", bad, cv(), files, {"replicas": 3})
-    assert len(memo.MUTATIONS) == 0
+    assert len(memos.mutations) == 0
 
 
 def test_a_cached_mutation_is_not_changed_by_its_users():
     """compose copies what it changes; the memoised object stays what the engine computed."""
+    from function.fn import FunctionRunner
     from function.render import render
 
     xr = load_docs([REPO / "examples/xr-kustomize.yaml"])[0]
     policy = input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "c")
     policy["mirrors"][0]["path"] = str(REPO / policy["mirrors"][0]["path"])
-    hits = memo.MUTATIONS.stats.hits
-    outs = [asyncio.run(render(xr, policy)).yaml() for _ in range(3)]
+    runner = FunctionRunner()  # owns its memo tables, bound while it serves a request
+    outs = [asyncio.run(render(xr, policy, runner=runner)).yaml() for _ in range(3)]
     assert outs[0] == outs[1] == outs[2]
-    assert memo.MUTATIONS.stats.hits >= hits + 2
+    assert runner.memos.mutations.stats.hits >= 2
 
 
 # -- parsing memos ---------------------------------------------------------------------------
@@ -200,14 +218,14 @@ def test_round_trip_files_are_fresh_copies_and_follow_content():
         load_file("a: [", "broken.yaml")
 
 
-def test_applying_to_a_copy_equals_applying_to_a_fresh_parse():
+def test_applying_to_a_copy_equals_applying_to_a_fresh_parse(memos):
     from function.configdata.engine import plan
 
     cd = parse_configdata(CONFIG.encode())
     p = plan(cd, component=cv(), values={"replicas": 5})
     outs = []
     for _ in range(2):
-        memo.YAML_FILES.clear() if not outs else None
+        memos.yaml_files.clear() if not outs else None
         f = load_file(DEPLOY, "deploy.yaml")
         for sub in p.substitutions:
             apply(f, sub)
@@ -229,7 +247,7 @@ def test_plain_yaml_streams_are_fresh_copies():
 
 
 def test_memo_is_bounded():
-    m = memo.Memo("t", max_entries=3, max_bytes=1000)
+    m = Lru("t", max_entries=3, max_bytes=1000)
     for i in range(5):
         m.put(i, i, 10)
     assert len(m) == 3 and m.get(0) is None and m.get(4) == 4 and m.stats.evictions == 2
@@ -239,24 +257,25 @@ def test_memo_is_bounded():
 
 
 def test_identity_digests_follow_the_object_and_are_bounded():
-    d = memo.IdentityDigests(max_entries=2, max_bytes=100)
+    m = Memos()
+    m.digests.max_entries, m.digests.max_bytes = 2, 100
     calls = []
 
     def compute(o: Any) -> bytes:
         calls.append(o)
-        return memo.files_digest(o)
+        return files_digest(o) if isinstance(o, MappingProxyType) else digest(o)
 
     a, b, c = (MappingProxyType({"f": bytes([i]) * 10}) for i in range(3))
-    assert d.get(a, compute) == memo.files_digest(a) and d.get(a, compute) == memo.files_digest(a)
+    assert m.digest_of(a, compute) == files_digest(a) and m.digest_of(a, compute) == files_digest(a)
     assert len(calls) == 1  # the same object: hashed once
     twin = MappingProxyType(dict(a))
-    assert d.get(twin, compute) == memo.files_digest(a) and len(calls) == 2  # an equal object is hashed itself
-    d.get(b, compute), d.get(c, compute)
-    d.get(a, compute)
+    assert m.digest_of(twin, compute) == files_digest(a) and len(calls) == 2  # an equal object is hashed itself
+    m.digest_of(b, compute), m.digest_of(c, compute)
+    m.digest_of(a, compute)
     assert len(calls) == 5  # a was evicted (two entries at most)
     big = b"x" * 200
-    d.get(big, memo.digest), d.get(big, memo.digest)  # larger than the budget: computed, never kept
-    assert all(entry[0] is not big for entry in d._data.values())
+    m.digest_of(big, compute), m.digest_of(big, compute)  # larger than the budget: computed, never kept
+    assert len(calls) == 7 and len(m.digests) <= 2
 
 
 # -- the loaded component (descriptor digest) and the tag list (TTL) -------------------------
@@ -329,3 +348,25 @@ def test_tag_list_expires_after_its_ttl():
         assert len(calls) == 2
 
     asyncio.run(go())
+
+
+# -- who owns the memo tables ---------------------------------------------------------------
+
+
+def test_nothing_is_memoised_without_bound_tables():
+    """The tables are the edge's: outside a request (the CLI, a bare call) every call computes."""
+    import contextvars
+
+    def twice() -> tuple[Any, Any]:
+        return parse_configdata(CONFIG.encode(), "cd"), parse_configdata(CONFIG.encode(), "cd")
+
+    a, b = contextvars.Context().run(twice)
+    assert a == b and a is not b
+    a, b = twice()  # with the fixture's tables bound
+    assert a is b
+
+
+def test_memo_budget_is_the_operators():
+    m = Memos(max_bytes=10 * 1024 * 1024)
+    assert sum(t.max_bytes for t in m.tables.values()) <= 10 * 1024 * 1024
+    assert all(t.max_bytes > 0 for t in m.tables.values())

@@ -49,7 +49,7 @@ from hypothesis_profiles import (
 
 from function.api.claim import Status
 from function.fn import FunctionRunner
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.render import Rendered, render
 from function.sources import SourceFactory
 

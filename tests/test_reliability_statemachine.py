@@ -48,7 +48,7 @@ from hypothesis_profiles import REPO, STATEFUL, example
 from function.errors import SourceUnavailable
 from function.fn import FunctionRunner
 from function.ocm import versions
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.sources import SourceFactory
 
 CTF = REPO / "examples/component/ctf"

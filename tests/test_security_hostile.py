@@ -31,7 +31,7 @@ from hypothesis_profiles import PROFILE, REPO, example, observed_helm
 
 from function.errors import SackError
 from function.fn import FunctionRunner
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.render import Rendered, render
 from function.sources import SourceFactory
 
@@ -48,10 +48,17 @@ def _quiet():
     sdklogging.configure(sdklogging.Level.DISABLED)
 
 
+# Hostile input is bounded by work, not by the wall clock (a loaded CI machine stretches wall
+# time without the function doing more): the CPU this process spends on one render. Speed
+# itself is the benchmark's business.
+CPU_SECONDS_PER_RENDER = 10.0
+
+
 def run(xr: dict[str, Any], policy: dict[str, Any], **kw: Any) -> Rendered:
-    started = time.monotonic()
+    started = time.process_time()
     out = asyncio.run(render(xr, policy, runner=FunctionRunner(sources=SourceFactory(cache=Cache())), **kw))
-    assert time.monotonic() - started < 10, "hostile input must be refused fast"
+    spent = time.process_time() - started
+    assert spent < CPU_SECONDS_PER_RENDER, f"hostile input cost {spent:.1f} s of CPU: unbounded work"
     return out
 
 

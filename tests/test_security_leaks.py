@@ -39,7 +39,7 @@ from support.oci_env import (  # noqa: F401
 from test_soak import Server, claim, drive, request
 
 from function.fn import FunctionRunner
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.render import render
 from function.sources import SourceFactory
 

@@ -88,6 +88,9 @@ class Server:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
 
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def rss_kib(self) -> int:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -230,8 +233,13 @@ async def drive(address: str, reqs: list[tuple[str, fnv1.RunFunctionRequest]], *
     return tally
 
 
-def soak(n: int, tmp: Path, proxy) -> dict[str, Any]:
-    server = Server(["--insecure", "--max-recv-message-size", "1", "--tag-ttl", "0"]).start(tmp)
+SOAK_ARGS = ["--insecure", "--max-recv-message-size", "1", "--tag-ttl", "0"]
+
+
+def soak(n: int, tmp: Path, proxy, server=None) -> dict[str, Any]:
+    """Drive n mixed requests; ``server`` (started, serving SOAK_ARGS and metrics) defaults to a
+    ``sack8s serve`` subprocess (tests/test_image.py passes the container)."""
+    server = server if server is not None else Server(SOAK_ARGS).start(tmp)
     faults = ["500", "reset", "truncate", "corrupt", "401", None, None, None]
     rss: dict[str, int] = {"start": server.rss_kib()}
     injected = [0]
@@ -249,7 +257,7 @@ def soak(n: int, tmp: Path, proxy) -> dict[str, Any]:
         tally = asyncio.run(drive(server.address, mix(n, proxy.host if proxy else None), on_count=on_count))
         took = time.monotonic() - started
         rss["end"] = server.rss_kib()
-        assert server.proc.poll() is None, "the server died"
+        assert server.alive(), "the server died"
         metrics = server.metrics()
     finally:
         if proxy is not None:

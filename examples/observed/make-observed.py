@@ -16,7 +16,7 @@ from crossplane.function import logging
 from function.render import claim_to_xr, dump_yaml, input_from_composition, load_docs
 
 sys.path.insert(0, "tests")
-from support.settle import converge, settle  # noqa: E402 - the tests' stand-in for a settled cluster
+from support.settle import converge, settle  # noqa: E402 - the tests' stand-in for a cluster
 
 # name: (XR or claim, Composition, required resources)
 EXAMPLES = {
@@ -32,13 +32,15 @@ async def main() -> None:
         policy = input_from_composition(load_docs([composition])[0], composition)
         xr = claim_to_xr(load_docs([xr_file])[0])
         renders, _ = await converge(xr, policy, required=load_docs([required]) if required else [])
-        second = renders[-1]
+        last = renders[-1]
         path = Path("examples/observed") / flavour / "observed.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(
-            "# Observed composed resources once every object of " + xr_file + " is composed: all created\n"
-            "# and Ready, the OCM Component Ready at the resolved version. Made by make-observed.py.\n"
-            + dump_yaml(settle(second.resources)).removeprefix("---\n")
+            "# Observed composed resources once every object of "
+            + xr_file
+            + " is composed: all created\n"
+            "# and Ready, the OCM Component Ready at the resolved version. "
+            "Made by make-observed.py.\n" + dump_yaml(settle(last.resources)).removeprefix("---\n")
         )
 
 

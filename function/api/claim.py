@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-COMPONENT_NAME = r"^[a-z][-a-z0-9]*([.][a-z][-a-z0-9]*)*[.][a-z]{2,}(/[a-z][-a-z0-9_]*([.][a-z][-a-z0-9_]*)*)+$"
+COMPONENT_NAME = (
+    r"^[a-z][-a-z0-9]*([.][a-z][-a-z0-9]*)*[.][a-z]{2,}(/[a-z][-a-z0-9_]*([.][a-z][-a-z0-9_]*)*)+$"
+)
 
 
 class Model(BaseModel):
@@ -52,7 +54,9 @@ class ComponentRef(Model):
 class ResourceRef(Model):
     """A resource of the component, by OCM identity."""
 
-    name: str = Field(description="Resource name in the component descriptor.", min_length=1, max_length=253)
+    name: str = Field(
+        description="Resource name in the component descriptor.", min_length=1, max_length=253
+    )
     extraIdentity: dict[str, str] = Field(
         default_factory=dict,
         description="Extra identity attributes; needed when several resources share the name.",
@@ -128,16 +132,25 @@ class SecretData(Model):
 class ServiceSecret(Model):
     """A Secret the service needs, synchronised by External Secrets from an allowed store."""
 
-    name: str = Field(pattern=DNS_SUBDOMAIN, max_length=253, description="Name of the Secret created.")
+    name: str = Field(
+        pattern=DNS_SUBDOMAIN, max_length=253, description="Name of the Secret created."
+    )
     namespace: str | None = Field(
-        default=None, pattern=DNS_LABEL, max_length=63, description="Target namespace. Default: the first."
+        default=None,
+        pattern=DNS_LABEL,
+        max_length=63,
+        description="Target namespace. Default: the first.",
     )
     storeRef: StoreRef
     data: list[SecretData] = Field(default_factory=list, max_length=100)
     dataFrom: list[RemoteRef] = Field(
-        default_factory=list, max_length=20, description="Keys whose every property becomes a Secret key."
+        default_factory=list,
+        max_length=20,
+        description="Keys whose every property becomes a Secret key.",
     )
-    type: str | None = Field(default=None, max_length=253, description="Secret type, default Opaque.")
+    type: str | None = Field(
+        default=None, max_length=253, description="Secret type, default Opaque."
+    )
 
 
 class RegistryCredential(Model):
@@ -159,7 +172,8 @@ class Credentials(Model):
         default=None, description="Image pull credential, placed in every target namespace."
     )
     repository: RegistryCredential | None = Field(
-        default=None, description="Credential Flux and the OCM controllers use to read the OCM repository."
+        default=None,
+        description="Credential Flux and the OCM controllers use to read the OCM repository.",
     )
 
 
@@ -197,18 +211,28 @@ class Spec(Model):
     credentials: Credentials | None = None
     rbac: Rbac | None = None
 
+    @property
+    def primary_namespace(self) -> str:
+        """The first target namespace: the Flux release targets it, and service secrets and an
+        XR without a claim default to it (README, Decisions).
+        """
+        return self.namespaces[0].name
+
 
 # ----------------------------------------------------------------------------- status
 
 
 class StatusComponent(Model):
     name: str | None = None
-    constraint: str | None = Field(default=None, description="The spec version this resolution answered.")
+    constraint: str | None = Field(
+        default=None, description="The spec version this resolution answered."
+    )
     version: str | None = None
     descriptorDigest: str | None = None
     repository: str | None = None
     resolvedAt: str | None = Field(
-        default=None, description="When the tag list was last read (RFC 3339), for the re-resolve TTL."
+        default=None,
+        description="When the tag list was last read (RFC 3339), for the re-resolve TTL.",
     )
 
 
@@ -230,6 +254,12 @@ class StatusConfigData(Model):
     resource: str | None = None
     substitutions: list[StatusSubstitution] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
+    unusedValues: list[str] = Field(
+        default_factory=list,
+        description="Paths of claim values that no configuration rule consumes for the deployed "
+        "resource: "
+        "they reach nothing.",
+    )
 
 
 class StatusBlocked(Model):
@@ -270,5 +300,6 @@ class Status(Model):
         "last reconcile; each is sent as a Warning event only when it first appears or changes.",
     )
     blockedBy: StatusBlocked | None = Field(
-        default=None, description="The composed object that blocks readiness, and why. Empty when ready."
+        default=None,
+        description="The composed object that blocks readiness, and why. Empty when ready.",
     )

@@ -32,17 +32,31 @@ _RW = ["get", "list", "watch", "create", "update", "patch", "delete"]
 # What charts normally ship. Explicit verbs, no wildcards, nothing that grants more access
 # (no escalate/bind/impersonate, no namespaces, no serviceaccounts/token, no RBAC kinds).
 DEFAULT_DEPLOYER_RULES = [
-    PolicyRule(apiGroups=["apps"], resources=["deployments", "statefulsets", "daemonsets", "replicasets"], verbs=_RW),
+    PolicyRule(
+        apiGroups=["apps"],
+        resources=["deployments", "statefulsets", "daemonsets", "replicasets"],
+        verbs=_RW,
+    ),
     PolicyRule(apiGroups=["batch"], resources=["jobs", "cronjobs"], verbs=_RW),
     PolicyRule(
         apiGroups=[""],
-        resources=["services", "configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"],
+        resources=[
+            "services",
+            "configmaps",
+            "secrets",
+            "serviceaccounts",
+            "persistentvolumeclaims",
+        ],
         verbs=_RW,
     ),
-    PolicyRule(apiGroups=["networking.k8s.io"], resources=["ingresses", "networkpolicies"], verbs=_RW),
+    PolicyRule(
+        apiGroups=["networking.k8s.io"], resources=["ingresses", "networkpolicies"], verbs=_RW
+    ),
     PolicyRule(apiGroups=["policy"], resources=["poddisruptionbudgets"], verbs=_RW),
     PolicyRule(apiGroups=["autoscaling"], resources=["horizontalpodautoscalers"], verbs=_RW),
-    PolicyRule(apiGroups=[""], resources=["pods", "events", "endpoints"], verbs=["get", "list", "watch"]),
+    PolicyRule(
+        apiGroups=[""], resources=["pods", "events", "endpoints"], verbs=["get", "list", "watch"]
+    ),
 ]
 
 
@@ -56,7 +70,9 @@ class NamespacePolicy(Model):
         description="Names or shell-style patterns (kube-*) no claim may target. The defaults "
         "always apply in addition to this list.",
     )
-    allowAdopt: bool = Field(default=False, description="Whether claims may adopt existing namespaces.")
+    allowAdopt: bool = Field(
+        default=False, description="Whether claims may adopt existing namespaces."
+    )
     podSecurity: dict[str, str] = Field(
         default_factory=lambda: {
             "enforce": "restricted",
@@ -64,14 +80,16 @@ class NamespacePolicy(Model):
             "audit": "restricted",
             "warn": "restricted",
         },
-        description="Pod Security Admission labels (pod-security.kubernetes.io/<key>) on created namespaces.",
+        description="Pod Security Admission labels (pod-security.kubernetes.io/<key>) on created "
+        "namespaces.",
     )
 
 
 class DeployNamespacePolicy(Model):
     pattern: str = Field(
         default="sack8s-{claim}",
-        description="Name of the per-claim deploy namespace; {claim} is <claim namespace>-<claim name> "
+        description="Name of the per-claim deploy namespace; {claim} is <claim namespace>-<claim "
+        "name> "
         "(or the XR name). Truncated with a hash to 63 characters.",
     )
     shared: str | None = Field(
@@ -82,14 +100,20 @@ class DeployNamespacePolicy(Model):
 
 class RegistryPolicy(Model):
     host: str = Field(description="Registry host[:port] claims may name.", min_length=1)
-    plainHTTP: bool = Field(default=False, description="Allow plain HTTP to this host (never for claims to choose).")
-    caBundle: str | None = Field(default=None, description="PEM CA bundle the function trusts for this host.")
+    plainHTTP: bool = Field(
+        default=False, description="Allow plain HTTP to this host (never for claims to choose)."
+    )
+    caBundle: str | None = Field(
+        default=None, description="PEM CA bundle the function trusts for this host."
+    )
     certSecretName: str | None = Field(
         default=None,
-        description="Secret (ca.crt) in the deploy namespace for Flux's certSecretRef, for a private CA.",
+        description="Secret (ca.crt) in the deploy namespace for Flux's certSecretRef, for a "
+        "private CA.",
     )
     credentials: str | None = Field(
-        default=None, description="Name of the pipeline step credentials entry the function uses for this host."
+        default=None,
+        description="Name of the pipeline step credentials entry the function uses for this host.",
     )
 
 
@@ -115,10 +139,12 @@ class RbacPolicy(Model):
     deployerRules: list[PolicyRule] = Field(default_factory=lambda: list(DEFAULT_DEPLOYER_RULES))
     allowedExtraRules: list[PolicyRule] = Field(
         default_factory=list,
-        description="Claims' extraRules must each be covered by one of these (groups, resources, verbs).",
+        description="Claims' extraRules must each be covered by one of these (groups, resources, "
+        "verbs).",
     )
     helmPullSecretsPath: str = Field(
-        default="imagePullSecrets", description="Helm values path that receives [{name: <pull secret>}]."
+        default="imagePullSecrets",
+        description="Helm values path that receives [{name: <pull secret>}].",
     )
 
 
@@ -221,7 +247,24 @@ class OcmPolicy(Model):
 
 class SourcePolicy(Model):
     allowUnpinnedImages: bool = Field(
-        default=False, description="Accept an image with neither digest nor resource digest (Warning instead of Fatal)."
+        default=False,
+        description="Accept an image with neither digest nor resource digest (Warning instead of "
+        "Fatal).",
+    )
+
+
+class ConfigDataPolicy(Model):
+    unusedValues: Literal["Warning", "Fatal"] = Field(
+        default="Warning",
+        description="Claim values that no configuration rule of the ConfigData consumes for the "
+        "deployed resource (they land nowhere): a Warning listing them (and "
+        "status.configData.unusedValues), or a Fatal.",
+    )
+    schemaViolations: Literal["Fatal", "Warning"] = Field(
+        default="Fatal",
+        description="Values that break the ConfigData schema: Fatal (refused) or Warning "
+        "(composed, and reported). ocm-controller v1 never enforced the schema; Warning is for "
+        "teams migrating.",
     )
 
 
@@ -240,3 +283,4 @@ class Policy(Model):
     flux: FluxPolicy = Field(default_factory=FluxPolicy)
     ocm: OcmPolicy = Field(default_factory=OcmPolicy)
     source: SourcePolicy = Field(default_factory=SourcePolicy)
+    configData: ConfigDataPolicy = Field(default_factory=ConfigDataPolicy)

@@ -42,7 +42,9 @@ def _convert(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             options = [o for o in node[key] if o.get("type") != "null"]
             nullable = len(options) != len(node[key])
             if len(options) != 1:
-                raise ValueError(f"cannot express a union of {len(options)} types structurally: {node[key]}")
+                raise ValueError(
+                    f"cannot express a union of {len(options)} types structurally: {node[key]}"
+                )
             merged = {k: v for k, v in node.items() if k != key}
             merged.update(_resolve(options[0], defs))
             node = merged
@@ -63,7 +65,7 @@ def _convert(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
                 out["x-kubernetes-preserve-unknown-fields"] = True
             else:
                 out["additionalProperties"] = _convert(v, defs)
-        elif k == "maxItems" or k == "minItems" or k == "maxLength" or k == "minLength":
+        elif k in ("maxItems", "minItems", "maxLength", "minLength"):
             out[k] = v
         else:
             out[k] = v
@@ -76,7 +78,11 @@ def _convert(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             # A truly free-form value (Any): only here may unknown fields be preserved.
             out["type"] = "object"
             out["x-kubernetes-preserve-unknown-fields"] = True
-    if out.get("type") == "object" and "properties" not in out and "additionalProperties" not in out:
+    if (
+        out.get("type") == "object"
+        and "properties" not in out
+        and "additionalProperties" not in out
+    ):
         out["x-kubernetes-preserve-unknown-fields"] = True
     if nullable:
         out["nullable"] = True

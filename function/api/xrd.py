@@ -21,8 +21,16 @@ PLURAL = "sack8scomponentversions"
 _COLUMNS = [
     {"name": "COMPONENT", "type": "string", "jsonPath": ".spec.component.name"},
     {"name": "VERSION", "type": "string", "jsonPath": ".status.component.version"},
-    {"name": "SYNCED", "type": "string", "jsonPath": ".status.conditions[?(@.type=='Synced')].status"},
-    {"name": "READY", "type": "string", "jsonPath": ".status.conditions[?(@.type=='Ready')].status"},
+    {
+        "name": "SYNCED",
+        "type": "string",
+        "jsonPath": ".status.conditions[?(@.type=='Synced')].status",
+    },
+    {
+        "name": "READY",
+        "type": "string",
+        "jsonPath": ".status.conditions[?(@.type=='Ready')].status",
+    },
     {"name": "BLOCKED-BY", "type": "string", "jsonPath": ".status.blockedBy.kind", "priority": 1},
     {"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
@@ -47,7 +55,9 @@ def _version() -> dict[str, Any]:
 
 
 def xrd_cluster(group: str = DEFAULT_GROUP) -> dict[str, Any]:
-    """Crossplane v2 XRD, ``scope: Cluster`` (Namespaces can only be composed by cluster-scoped XRs)."""
+    """Crossplane v2 XRD, ``scope: Cluster`` (Namespaces can only be composed by cluster-scoped
+    XRs).
+    """
     return {
         "apiVersion": "apiextensions.crossplane.io/v2",
         "kind": "CompositeResourceDefinition",
@@ -74,7 +84,11 @@ def xrd_legacy_claims(group: str = DEFAULT_GROUP) -> dict[str, Any]:
         "spec": {
             "scope": "LegacyCluster",
             "group": group,
-            "names": {"kind": f"X{KIND}", "plural": f"x{PLURAL}", "categories": ["crossplane", "sack8s"]},
+            "names": {
+                "kind": f"X{KIND}",
+                "plural": f"x{PLURAL}",
+                "categories": ["crossplane", "sack8s"],
+            },
             "claimNames": {"kind": KIND, "plural": PLURAL},
             "versions": [_version()],
         },
@@ -95,14 +109,25 @@ def input_crd() -> dict[str, Any]:
         "metadata": {"name": f"{plural}.{INPUT_GROUP}"},
         "spec": {
             "group": INPUT_GROUP,
-            "names": {"kind": INPUT_KIND, "listKind": f"{INPUT_KIND}List", "plural": plural, "singular": INPUT_KIND.lower()},
+            "names": {
+                "kind": INPUT_KIND,
+                "listKind": f"{INPUT_KIND}List",
+                "plural": plural,
+                "singular": INPUT_KIND.lower(),
+            },
             "scope": "Namespaced",
             "versions": [
                 {
                     "name": INPUT_VERSION,
                     "served": True,
                     "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object", "description": schema.get("description", ""), "properties": props}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "description": schema.get("description", ""),
+                            "properties": props,
+                        }
+                    },
                 }
             ],
         },
@@ -134,7 +159,11 @@ def crossplane_cluster_role(policy: Policy | None = None) -> dict[str, Any]:
     rules = [{"apiGroups": [g], "resources": r, "verbs": list(_RW)} for g, r in _COMPOSED_KINDS]
     granted = list(policy.rbac.deployerRules) + list(policy.rbac.allowedExtraRules)
     for r in granted:
-        rule: dict[str, Any] = {"apiGroups": list(r.apiGroups), "resources": list(r.resources), "verbs": list(r.verbs)}
+        rule: dict[str, Any] = {
+            "apiGroups": list(r.apiGroups),
+            "resources": list(r.resources),
+            "verbs": list(r.verbs),
+        }
         if r.resourceNames:
             rule["resourceNames"] = list(r.resourceNames)
         rules.append(rule)

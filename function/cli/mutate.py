@@ -4,8 +4,8 @@ Service teams run these locally or in CI to see exactly what the function will d
 manifests: stdout is only the mutated file (comments, order and quoting kept), so it can be
 diffed or piped; stderr carries logs (``-v``: every substitution, old → new, and every rule
 that does not apply to FILE). Exit 0 on success, 1 with one line naming rule, field and
-file on any error (usage errors included). This is the only module of the ConfigData tooling
-that touches files, stdin or the network.
+file on bad input, 2 on a usage error (:mod:`function.cli.exits`). This is the only module
+of the ConfigData tooling that touches files, stdin or the network.
 """
 
 from __future__ import annotations
@@ -18,21 +18,18 @@ from typing import Any, NoReturn
 
 import click
 
+from function.cli.exits import EPILOG
+from function.cli.exits import EXIT_BAD_INPUT as EXIT_ERROR
+from function.configdata.engine import apply_to_file, plan
+from function.configdata.model import parse_configdata
+from function.configdata.substitution import describe
+from function.configdata.suggestions import suggestions
+from function.configdata.unused import unused_values
+from function.configdata.yamlfile import load_file
 from function.errors import ComponentError, InvalidValues, SackError
+from function.ocm.inventory import get_version, need_component
+from function.ocm.location import open_source, parse_location, parse_repository
 from function.yamlio import MAX_BYTES, load_all, load_one
-
-EXIT_ERROR = 1
-
-
-class _Command(click.Command):
-    """Usage errors exit 1 like every other error (the contract: 0 success, 1 error)."""
-
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        try:
-            return super().make_context(*args, **kwargs)
-        except click.UsageError as e:
-            e.exit_code = EXIT_ERROR
-            raise
 
 
 class Failure(Exception):
@@ -71,14 +68,20 @@ def _rule_file(file: str, root: Path, as_path: str | None) -> tuple[str, Path | 
     """(the name the rules address, the path to read or None for stdin)."""
     if file == "-":
         if not as_path:
-            raise Failure("FILE '-' reads stdin: name the file the rules address with --as PATH")
+            raise click.UsageError(
+                "FILE '-' reads stdin: name the file the rules address with --as PATH"
+            )
         return _normalise(as_path), None
     path = Path(file)
+    if as_path and path.is_absolute():
+        return _normalise(as_path), path  # the rules address the --as name; FILE may be anywhere
     if path.is_absolute():
         try:
             rel = path.resolve().relative_to(root.resolve())
         except ValueError:
-            raise Failure(f"FILE {file} is outside --root {root}: rules name files relative to the root") from None
+            raise Failure(
+                f"FILE {file} is outside --root {root}: rules name files relative to the root"
+            ) from None
         name = rel.as_posix()
         full = path
     else:
@@ -90,7 +93,9 @@ def _rule_file(file: str, root: Path, as_path: str | None) -> tuple[str, Path | 
 def _normalise(name: str) -> str:
     norm = posixpath.normpath(name.replace("\\", "/"))
     if norm.startswith("../") or norm == ".." or norm.startswith("/"):
-        raise Failure(f"file {name}: must be a path inside the root (rules name files relative to it)")
+        raise Failure(
+            f"file {name}: must be a path inside the root (rules name files relative to it)"
+        )
     return norm.removeprefix("./")
 
 
@@ -99,7 +104,9 @@ def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
     docs = load_all(data, name)
     if not docs:
         if key:
-            raise InvalidValues(f"values {name}", f"--key {key}: the file is empty, not a ConfigMap")
+            raise InvalidValues(
+                f"values {name}", f"--key {key}: the file is empty, not a ConfigMap"
+            )
         return {}
     if len(docs) != 1:
         raise InvalidValues(f"values {name}", f"must hold one YAML document, found {len(docs)}")
@@ -111,60 +118,61 @@ def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
         if key is None:
             if len(data_map) != 1:
                 keys = ", ".join(sorted(map(str, data_map)))
-                raise InvalidValues(f"values {name}", f"ConfigMap has several data keys ({keys}): pick one with --key")
+                raise InvalidValues(
+                    f"values {name}",
+                    f"ConfigMap has several data keys ({keys}): pick one with --key",
+                )
             key = next(iter(data_map))
         if key not in data_map:
             keys = ", ".join(sorted(map(str, data_map)))
-            raise InvalidValues(f"values {name}", f"ConfigMap has no data key {key!r} (it has: {keys})")
+            raise InvalidValues(
+                f"values {name}", f"ConfigMap has no data key {key!r} (it has: {keys})"
+            )
         text = data_map[key]
         if not isinstance(text, str):
             raise InvalidValues(f"values {name} (ConfigMap key {key})", "must be a YAML string")
         doc = load_one(text, f"values {name} (ConfigMap key {key})") if text.strip() else {}
         name = f"{name} (ConfigMap key {key})"
     elif key is not None:
-        raise InvalidValues(f"values {name}", f"--key {key} given but the file is not a ConfigMap (kind: ConfigMap)")
+        raise InvalidValues(
+            f"values {name}", f"--key {key} given but the file is not a ConfigMap (kind: ConfigMap)"
+        )
     if doc is None:
         return {}
     if not isinstance(doc, dict):
-        raise InvalidValues(f"values {name}", f"must be a map of keys to values, got {type(doc).__name__}")
+        raise InvalidValues(
+            f"values {name}", f"must be a map of keys to values, got {type(doc).__name__}"
+        )
     return doc
 
 
-def load_component(source: str, *, plain_http: bool = False, registry: str | None = None) -> Any:
-    """SOURCE → ComponentVersion via the component-source modules (descriptor, dir, CTF, OCI)."""
-    from function.ocm.descriptor import parse_descriptor
-    from function.ocm.location import DESCRIPTOR_FILES, open_source, parse_location, parse_repository
+def mirror_for(registry: str | None, *, plain_http: bool = False) -> Any:
+    """The registry (``--registry HOST[/BASE]``) a local CTF/directory stands for, or None."""
+    if not registry:
+        return None
+    reg = parse_repository(registry, plain_http=plain_http)
+    if reg.repository is None:
+        raise ComponentError(
+            f"--registry {registry}", "must be an OCI registry address (host[:port][/base])"
+        )
+    return reg.repository
 
+
+def load_component(source: str, *, plain_http: bool = False, registry: str | None = None) -> Any:
+    """SOURCE → ComponentVersion via the component-source modules (descriptor, dir, CTF, OCI).
+
+    Errors say what exists (:mod:`function.ocm.inventory`): the components a CTF holds, the
+    versions there; a version left out is fine when there is exactly one.
+    """
     loc = parse_location(source, plain_http=plain_http)
-    mirror = None
-    if registry:
-        reg = parse_repository(registry, plain_http=plain_http)
-        if reg.repository is None:
-            raise Failure(f"--registry {registry}: must be an OCI registry address (host[:port][/base])")
-        mirror = reg.repository
+    mirror = mirror_for(registry, plain_http=plain_http)
     component, version = loc.component, loc.version
-    if component is None:
-        if loc.kind not in ("descriptor", "dir") or loc.path is None:
-            raise ComponentError(f"source {source}", "name the component: REPO//NAME:VERSION")
-        path = loc.path
-        if loc.kind == "dir":
-            found = [path / f for f in DESCRIPTOR_FILES if (path / f).is_file()]
-            path = found[0] if found else path / DESCRIPTOR_FILES[0]
-        media = "application/vnd.ocm.software.component-descriptor.v2+json" if path.suffix == ".json" else None
-        d = parse_descriptor(_read(path, "component descriptor"), media, f"component descriptor {path}")
-        component, version = d.name, version or d.version
     src = open_source(loc, registry_repository=mirror)
 
     async def get() -> Any:
         try:
-            v = version
-            if v is None:
-                versions = await src.list_versions(component)
-                if len(versions) != 1:
-                    shown = ", ".join(versions[:10]) or "none"
-                    raise ComponentError(f"source {source}", f"name the version of {component} (found: {shown})")
-                v = versions[0]
-            return await src.get(component, v)
+            name = need_component(src, component, where=f"source {source}")
+            return await get_version(src, name, version, where=f"source {source}", default="only")
         finally:
             close = getattr(src, "aclose", None)
             if close is not None:
@@ -185,11 +193,8 @@ def _run(
     registry: str | None = None,
     values_file: str | None = None,
     key: str | None = None,
+    schema_violations: str = "Fatal",
 ) -> None:
-    from function.configdata.engine import apply_to_file, plan
-    from function.configdata.model import parse_configdata
-    from function.configdata.substitution import describe
-
     localize = component is not None
     configure = values_file is not None
     try:
@@ -197,14 +202,22 @@ def _run(
         name, full = _rule_file(file, root_path, as_path)
         cd_path = Path(config_data)
         cd = parse_configdata(_read(cd_path, "--config-data"), f"ConfigData {cd_path.name}")
-        values = load_values(_read(Path(values_file), "--values"), values_file, key) if values_file else None
+        values = (
+            load_values(_read(Path(values_file), "--values"), values_file, key)
+            if values_file
+            else None
+        )
         if full is None:
             text = sys.stdin.buffer.read(MAX_BYTES + 1)
             if len(text) > MAX_BYTES:
                 raise Failure(f"stdin: larger than the {MAX_BYTES} byte limit")
         else:
             text = _read(full, "FILE")
-        cv = load_component(component, plain_http=plain_http, registry=registry) if localize else None
+        cv = (
+            load_component(component, plain_http=plain_http, registry=registry)
+            if localize
+            else None
+        )
         p = plan(
             cd,
             component=cv,
@@ -212,8 +225,19 @@ def _run(
             values=values,
             localize=localize,
             configure=configure,
+            schema_violations="Warning" if schema_violations.lower() == "warning" else "Fatal",
         )
-        result = apply_to_file(text, name, p.substitutions)
+        try:
+            result = apply_to_file(text, name, p.substitutions)
+        except SackError as e:
+            if not as_path:
+                raise
+            read = "stdin" if full is None else str(full)
+            raise type(e)(e.where, f"{e.message} (FILE {read}, read as --as {name})") from None
+        hints = (
+            suggestions(load_file(result.text, name).docs, result.changes) if result.changes else ()
+        )
+        unused = unused_values(cd, values) if configure else ()
     except Failure as e:
         _fail(str(e))
     except SackError as e:
@@ -221,42 +245,107 @@ def _run(
     if verbose:
         for i, rule in enumerate(cd.localization if localize else []):
             if rule.file != name:
-                _log(f"not applicable: ConfigData localization[{i}] addresses file {rule.file}, not {name}")
+                _log(
+                    f"not applicable: ConfigData localization[{i}] addresses file {rule.file}, "
+                    f"not {name}"
+                )
         for sub in result.not_applicable:
             _log(f"not applicable: ConfigData {sub.rule} addresses file {sub.file}, not {name}")
         for change in result.changes:
             _log(describe(change))
+    for finding in p.findings + result.findings:
+        _log(f"warning: {finding.message}")
     for change in result.changes:
         if change.sub.warning:
             _log(f"warning: {change.sub.warning}")
+    for hint in hints:
+        _log(f"warning: {hint.message}")
+    if unused:
+        _log(
+            f"warning: {len(unused)} value(s) reach no configuration rule of the ConfigData "
+            f"(for any file), so they are never applied: {', '.join(unused)}"
+        )
     if not result.changes:
-        _log(f"warning: no {'/'.join(k for k, on in (('localization', localize), ('configuration', configure)) if on)} "
-             f"rule of the ConfigData addresses {name}; printed unchanged")
+        _log(
+            "warning: no "
+            f"{'/'.join(k for k, on in (('localization', localize), ('configuration', configure)) if on)} "  # noqa: E501
+            f"rule of the ConfigData addresses {name}; printed unchanged"
+        )
     sys.stdout.write(result.text)
     sys.stdout.flush()
 
 
 _config = [
-    click.option("--config-data", "config_data", required=True, metavar="CD.yaml", help="The ConfigData file."),
+    click.option(
+        "--config-data",
+        "config_data",
+        required=True,
+        metavar="CD.yaml",
+        help="The ConfigData file.",
+    ),
 ]
 _common = [
-    click.option("--root", default=".", show_default=True, metavar="DIR",
-                 help="Directory the rules' file paths are relative to."),
-    click.option("--as", "as_path", metavar="PATH", help="The file name the rules address (required with FILE '-')."),
-    click.option("-v", "--verbose", count=True, help="Log every substitution and every rule that does not apply."),
+    click.option(
+        "--root",
+        default=".",
+        show_default=True,
+        metavar="DIR",
+        help="Directory the rules' file paths are relative to.",
+    ),
+    click.option(
+        "--as",
+        "as_path",
+        metavar="PATH",
+        help="The file name the rules address (required with FILE '-').",
+    ),
+    click.option(
+        "-v",
+        "--verbose",
+        count=True,
+        help="Log every substitution and every rule that does not apply.",
+    ),
 ]
 _file = [click.argument("file", metavar="FILE")]
 _component = [
-    click.option("--component", "component", required=True, metavar="SOURCE",
-                 help="Component version: descriptor file, directory, CTF, or [TYPE::]REPO//NAME:VERSION."),
-    click.option("--plain-http", is_flag=True, help="Talk plain HTTP to a registry given without a scheme."),
-    click.option("--registry", metavar="HOST[/BASE]",
-                 help="Registry a local CTF/directory stands for (where the cluster pulls localBlob images)."),
+    click.option(
+        "--component",
+        "component",
+        required=True,
+        metavar="SOURCE",
+        help="Component version: descriptor file, directory, CTF, or [TYPE::]REPO//NAME:VERSION.",
+    ),
+    click.option(
+        "--plain-http", is_flag=True, help="Talk plain HTTP to a registry given without a scheme."
+    ),
+    click.option(
+        "--registry",
+        metavar="HOST[/BASE]",
+        help="Registry a local CTF/directory stands for (where the cluster pulls localBlob "
+        "images).",
+    ),
 ]
 _values = [
-    click.option("--values", "values_file", required=True, metavar="VALUES.yaml",
-                 help="Values: a YAML map, or a ConfigMap manifest (see --key)."),
-    click.option("--key", metavar="KEY", help="ConfigMap data key holding the values (default: the only key)."),
+    click.option(
+        "--values",
+        "values_file",
+        required=True,
+        metavar="VALUES.yaml",
+        help="Values: a YAML map, or a ConfigMap manifest (see --key).",
+    ),
+    click.option(
+        "--key",
+        metavar="KEY",
+        help="ConfigMap data key holding the values (default: the only key).",
+    ),
+    click.option(
+        "--schema-violations",
+        "schema_violations",
+        type=click.Choice(["Fatal", "Warning"], case_sensitive=False),
+        default="Fatal",
+        show_default=True,
+        help="Values that break the ConfigData schema: an error, or a warning (as the policy's "
+        "configData.schemaViolations).",
+    ),
 ]
 
 
@@ -269,21 +358,21 @@ def _with(options: list[Any]) -> Any:
     return deco
 
 
-@click.command(cls=_Command)
+@click.command(epilog=EPILOG)
 @_with(_config + _component + _common + _file)
 def localize(**kw: Any) -> None:
     """Print FILE with every localization rule for it applied."""
     _run(**kw)
 
 
-@click.command(cls=_Command)
+@click.command(epilog=EPILOG)
 @_with(_config + _values + _common + _file)
 def configure(**kw: Any) -> None:
     """Print FILE with every configuration rule for it applied."""
     _run(**kw)
 
 
-@click.command(cls=_Command)
+@click.command(epilog=EPILOG)
 @_with(_config + _component + _values + _common + _file)
 def mutate(**kw: Any) -> None:
     """Print FILE with localization, then configuration, applied (upstream order)."""

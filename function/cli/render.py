@@ -11,8 +11,10 @@ from crossplane.function import logging as sdklogging
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from function.api.policy import MirrorPolicy
+from function.cli.exits import EPILOG, InputPath
 from function.errors import SackError
 from function.fn import FunctionRunner
+from function.graph import mermaid
 from function.render import RenderError, claim_to_xr, load_docs, our_step, render, step_credentials
 
 
@@ -23,18 +25,67 @@ def _one(path: str, what: str) -> dict:
     return docs[0]
 
 
-@click.command("render")
-@click.argument("xr_file", metavar="XR_OR_CLAIM.yaml", type=click.Path(exists=True, dir_okay=False))
-@click.option("--composition", type=click.Path(exists=True, dir_okay=False), help="Composition whose pipeline step holds the function input.")
-@click.option("--input", "input_file", type=click.Path(exists=True, dir_okay=False), help="The function input (Policy) itself.")
-@click.option("--component", help="Local CTF or component directory to read the claim's component from (an offline mirror).")
-@click.option("--observed", multiple=True, type=click.Path(exists=True), help="Observed composed resources (file or directory).")
-@click.option("--required-resources", multiple=True, type=click.Path(exists=True), help="Objects the function may require (file or directory).")
-@click.option("--function-credentials", type=click.Path(exists=True), help="Secrets passed as the step's credentials.")
-@click.option("--include-results/--no-include-results", default=True, show_default=True, help="Print Warning/Normal results to stderr.")
+@click.command("render", epilog=EPILOG)
+@click.argument("xr_file", metavar="XR_OR_CLAIM.yaml", type=InputPath(exists=True, dir_okay=False))
+@click.option(
+    "--composition",
+    type=InputPath(exists=True, dir_okay=False),
+    help="Composition whose pipeline step holds the function input.",
+)
+@click.option(
+    "--input",
+    "input_file",
+    type=InputPath(exists=True, dir_okay=False),
+    help="The function input (Policy) itself.",
+)
+@click.option(
+    "--component",
+    help="Local CTF or component directory to read the claim's component from (an offline mirror).",
+)
+@click.option(
+    "--observed",
+    multiple=True,
+    type=InputPath(exists=True),
+    help="Observed composed resources (file or directory).",
+)
+@click.option(
+    "--required-resources",
+    multiple=True,
+    type=InputPath(exists=True),
+    help="Objects the function may require (file or directory).",
+)
+@click.option(
+    "--function-credentials",
+    type=InputPath(exists=True),
+    help="Secrets passed as the step's credentials.",
+)
+@click.option(
+    "--include-results/--no-include-results",
+    default=True,
+    show_default=True,
+    help="Print Warning/Normal results to stderr.",
+)
+@click.option(
+    "--graph",
+    is_flag=True,
+    help="Print a Mermaid diagram of the composed objects instead of the YAML stream.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
-def render_cmd(xr_file, composition, input_file, component, observed, required_resources, function_credentials, include_results, verbose) -> None:
-    """Print the desired composed resources as a YAML stream (exit 1 with the Fatal message on stderr)."""
+def render_cmd(
+    xr_file,
+    composition,
+    input_file,
+    component,
+    observed,
+    required_resources,
+    function_credentials,
+    include_results,
+    graph,
+    verbose,
+) -> None:
+    """Print the desired composed resources as a YAML stream (exit 1 with the Fatal message on
+    stderr).
+    """
     sdklogging.configure(sdklogging.Level.DEBUG if verbose else sdklogging.Level.DISABLED)
     try:
         if composition and input_file:
@@ -52,10 +103,14 @@ def render_cmd(xr_file, composition, input_file, component, observed, required_r
         if component:
             repo = ((xr.get("spec") or {}).get("component") or {}).get("repository")
             if not repo:
-                raise RenderError("--component", "the XR names no spec.component.repository to mirror")
+                raise RenderError(
+                    "--component", "the XR names no spec.component.repository to mirror"
+                )
             fn_input = dict(fn_input or {})
-            mirrors = [m for m in fn_input.get("mirrors") or []]
-            mirrors.insert(0, MirrorPolicy(repository=repo, path=str(Path(component).resolve())).model_dump())
+            mirrors = list(fn_input.get("mirrors") or [])
+            mirrors.insert(
+                0, MirrorPolicy(repository=repo, path=str(Path(component).resolve())).model_dump()
+            )
             fn_input["mirrors"] = mirrors
         rendered = asyncio.run(
             render(
@@ -75,7 +130,14 @@ def render_cmd(xr_file, composition, input_file, component, observed, required_r
         sys.exit(1)
     if include_results:
         for r in rendered.results:
-            click.echo(f"{fnv1.Severity.Name(r.severity).removeprefix('SEVERITY_').title()} {r.reason}: {r.message}", err=True)
+            click.echo(
+                f"{fnv1.Severity.Name(r.severity).removeprefix('SEVERITY_').title()} {r.reason}: "
+                f"{r.message}",
+                err=True,
+            )
+    if graph:
+        click.echo(mermaid(rendered.xr, rendered.resources), nl=False)
+        return
     click.echo(rendered.yaml(), nl=False)
 
 

@@ -4,26 +4,50 @@ from __future__ import annotations
 
 import click
 
-from function.api.xrd import DEFAULT_GROUP, crossplane_cluster_role, input_crd, xrd_cluster, xrd_legacy_claims
-from function.fn import parse_policy
-from function.render import load_docs
-from function.render import dump_yaml
+from function.api.parse import parse_policy
+from function.api.xrd import (
+    DEFAULT_GROUP,
+    crossplane_cluster_role,
+    input_crd,
+    xrd_cluster,
+    xrd_legacy_claims,
+)
+from function.cli.exits import EPILOG, BadInput, InputPath
+from function.errors import SackError
+from function.render import dump_yaml, load_docs
 
 
-@click.command("xrd")
-@click.option("--group", default=DEFAULT_GROUP, show_default=True, help="API group for the XR (ops' choice).")
+@click.command("xrd", epilog=EPILOG)
+@click.option(
+    "--group", default=DEFAULT_GROUP, show_default=True, help="API group for the XR (ops' choice)."
+)
 @click.option(
     "--variant",
     type=click.Choice(["cluster", "claims", "input", "rbac"]),
     default="cluster",
     show_default=True,
-    help="cluster: v2 scope Cluster XRD; claims: v1 LegacyCluster XRD with claimNames; input: the function-input CRD; "
+    help="cluster: v2 scope Cluster XRD; claims: v1 LegacyCluster XRD with claimNames; input: "
+    "the function-input CRD; "
     "rbac: the ClusterRole Crossplane needs (from --policy, else the default policy).",
 )
-@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False), help="Function input to size the rbac variant for.")
+@click.option(
+    "--policy",
+    "policy_file",
+    type=InputPath(exists=True, dir_okay=False),
+    help="Function input to size the rbac variant for.",
+)
 def xrd(group: str, variant: str, policy_file: str | None) -> None:
     """Print an XRD, the input CRD or Crossplane's ClusterRole as YAML."""
-    policy = parse_policy(load_docs([policy_file])[0]) if policy_file else None
+    try:
+        docs = load_docs([policy_file]) if policy_file else []
+        if policy_file and len(docs) != 1:
+            raise BadInput(
+                f"--policy {policy_file}: must hold exactly one function input, "
+                f"found {len(docs)} documents"
+            )
+        policy = parse_policy(docs[0]) if docs else None
+    except SackError as e:
+        raise BadInput(f"--policy {policy_file}: {e}") from None
     doc = {
         "cluster": lambda: xrd_cluster(group),
         "claims": lambda: xrd_legacy_claims(group),

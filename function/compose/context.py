@@ -34,7 +34,7 @@ class Context:
 
     @property
     def primary_namespace(self) -> str:
-        return self.spec.namespaces[0].name
+        return self.spec.primary_namespace
 
     @property
     def owns_deploy_namespace(self) -> bool:

@@ -10,14 +10,13 @@ desired state that leaves something out deletes it.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from function.api.claim import Spec
 from function.api.policy import Policy
 from function.compose import (
-    admission,
     events,
     externalsecrets,
     flux,
@@ -28,13 +27,13 @@ from function.compose import (
     readiness,
     usages,
 )
+from function.compose.admission import Admission
 from function.compose.context import Context
 from function.compose.identity import Identity
-from function.configdata.deploy import FluxMutation, mutation_for
+from function.configdata.deploy import FluxMutation, MutationInput, mutate
 from function.errors import ComponentError, InvalidClaim
-from function.ocm.access import flux_source, localized_reference, parse_image_reference
-from function.ocm.model import TYPE_CONFIGDATA, TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
-from function.ocm.select import find_by_type, find_resource
+from function.ocm.access import ImageTable, flux_source, image_table
+from function.ocm.model import TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
 from function.ocm.source import LoadedComponent, resource_key
 
 IMAGE_TYPES = {"ociImage", "ociArtifact"}
@@ -42,10 +41,16 @@ IMAGE_TYPES = {"ociImage", "ociArtifact"}
 
 @dataclass(frozen=True)
 class CoreInput:
+    """Everything one composition needs, decided and fetched before it runs: the admitted
+    claim (``admission``), the component with its selected resources (``loaded``) and what
+    the cluster holds.
+    """
+
     spec: Spec
     policy: Policy
     identity: Identity
     repository: Repository
+    admission: Admission
     loaded: LoadedComponent
     values: Mapping[str, Any] | None = None
     existing_namespaces: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
@@ -79,59 +84,90 @@ def choose_flavour(spec: Spec, deployable: Resource) -> Literal["helm", "kustomi
     if flavour is None:
         raise InvalidClaim(
             "spec.deploy.flavour",
-            f"resource {deployable.name} has type {deployable.type}; set flavour to helm or kustomize",
+            f"resource {deployable.name} has type {deployable.type}; set flavour to helm or "
+            "kustomize",
         )
     return flavour  # type: ignore[return-value]
 
 
-def select_resources(spec: Spec, loaded: LoadedComponent) -> tuple[Resource, Resource | None]:
-    """The deployable and the ConfigData resource (None when the component ships none)."""
-    d = loaded.component.descriptor
-    deployable = find_resource(
-        d, spec.deploy.resource.name, spec.deploy.resource.extraIdentity, where="spec.deploy.resource"
-    )
-    if spec.configData is not None:
-        cd = find_resource(d, spec.configData.name, spec.configData.extraIdentity, where="spec.configData")
-    else:
-        count = sum(1 for r in d.resources if r.type == TYPE_CONFIGDATA)
-        cd = find_by_type(d, TYPE_CONFIGDATA, where="spec.configData") if count else None
-    return deployable, cd
-
-
-def _images(inp: CoreInput) -> list[dict[str, Any]]:
-    cv = inp.loaded.component
-    locate = partial(localized_reference, allow_unpinned=inp.policy.source.allowUnpinnedImages)
+def _images(inp: CoreInput, table: ImageTable) -> list[dict[str, Any]]:
+    """Status ``images``: every image resource with its localized reference (an image whose
+    reference cannot be resolved fails the request, naming it).
+    """
     out = []
-    for r in cv.descriptor.resources:
+    for r in inp.loaded.component.descriptor.resources:
         if r.type in IMAGE_TYPES:
-            entry: dict[str, Any] = {"resource": r.name, "reference": locate(cv, r)}
+            entry = table[resource_key(r)]
+            entry.require()
+            item: dict[str, Any] = {"resource": r.name, "reference": entry.reference}
             if r.extra_identity:
-                entry["extraIdentity"] = dict(sorted(r.extra_identity.items()))
-            out.append(entry)
+                item["extraIdentity"] = dict(sorted(r.extra_identity.items()))
+            out.append(item)
     return out
 
 
-def _mutation(inp: CoreInput, flavour: str, deployable: Resource, cd: Resource | None) -> FluxMutation:
+def _image_hosts(inp: CoreInput, table: ImageTable) -> list[str]:
+    """The registries the images are pulled from (the pull secret's dockerconfigjson hosts)."""
+    hosts = {
+        table[resource_key(r)].require().host
+        for r in inp.loaded.component.descriptor.resources
+        if r.type in IMAGE_TYPES
+    }
+    return sorted(hosts)
+
+
+def _mutation(
+    inp: CoreInput, flavour: str, deployable: Resource, cd: Resource | None, table: ImageTable
+) -> FluxMutation:
     if cd is None:
         if inp.values:
             raise InvalidClaim(
-                "spec.values", f"component {inp.loaded.component.name} ships no ConfigData, so values cannot be applied"
+                "spec.values",
+                f"component {inp.loaded.component.name} ships no ConfigData, so values cannot be "
+                "applied",
             )
         return FluxMutation()
     cd_files = inp.loaded.contents.get(resource_key(cd)) or {}
     if len(cd_files) != 1:
-        raise ComponentError(f"component resource {cd.name}", "the ConfigData content was not loaded")
+        raise ComponentError(
+            f"component resource {cd.name}", "the ConfigData content was not loaded"
+        )
     (cd_bytes,) = cd_files.values()
-    files = inp.loaded.contents.get(resource_key(deployable)) or {}
-    return mutation_for(
-        flavour,  # type: ignore[arg-type]
-        cd_bytes,
-        inp.loaded.component,
-        files,
-        inp.values,
-        configdata_name=f"ConfigData (resource {cd.name})",
-        locate=partial(localized_reference, allow_unpinned=inp.policy.source.allowUnpinnedImages),
+    return mutate(
+        MutationInput(
+            flavour=flavour,  # type: ignore[arg-type]
+            configdata=cd_bytes,
+            component=inp.loaded.component,
+            files=inp.loaded.contents.get(resource_key(deployable)) or {},
+            values=inp.values,
+            images=table,
+            configdata_name=f"ConfigData (resource {cd.name})",
+            schema_violations=inp.policy.configData.schemaViolations,
+        )
     )
+
+
+def unused_values_note(
+    policy: Policy, flavour: str, cd: Resource | None, mutation: FluxMutation
+) -> Note | None:
+    """One Warning listing the claim values no configuration rule consumes (its own reason,
+    so it is deduplicated apart from other warnings); a Fatal when the policy says so.
+    """
+    if not mutation.unused_values or cd is None:
+        return None
+    paths = ", ".join(mutation.unused_values)
+    what = "chart" if flavour == "helm" else "Kustomize directory"
+    message = (
+        f"{len(mutation.unused_values)} value(s) reach no configuration rule of ConfigData "
+        f"(resource {cd.name}) for the {what}, so they are not applied: {paths} "
+        "(status.configData.unusedValues; status.configData.skipped lists the rules for files "
+        "outside the deployed resource)"
+    )
+    if policy.configData.unusedValues == "Fatal":
+        raise InvalidClaim(
+            "spec.values", message + "; the policy (configData.unusedValues: Fatal) refuses this"
+        )
+    return Note("Warning", "UnusedValues", f"spec.values: {message}")
 
 
 def _deployed_version(xr_status: Mapping[str, Any]) -> str | None:
@@ -147,17 +183,26 @@ def _json_value(v: Any) -> str:
 
 def compose(inp: CoreInput) -> CoreOutput:
     spec, policy, identity = inp.spec, inp.policy, inp.identity
-    deploy_ns, registry = admission.admit(spec, policy, identity, inp.repository.host, inp.repository.plain_http)
+    deploy_ns, registry = inp.admission.deploy_namespace, inp.admission.registry
 
     cv = inp.loaded.component
-    deployable, cd = select_resources(spec, inp.loaded)
+    deployable, cd = inp.loaded.deployable, inp.loaded.configdata
+    if deployable is None:
+        raise ComponentError(
+            f"component {cv.name}:{cv.version}", "no deployable resource was selected"
+        )
     flavour = choose_flavour(spec, deployable)
     ctx = Context(identity, spec, policy, deploy_ns, inp.repository, registry, flavour)
 
-    src = flux_source(cv, deployable, flavour, blob_head=inp.loaded.blob_heads.get(resource_key(deployable)))
-    images = _images(inp)
-    mutation = _mutation(inp, flavour, deployable, cd)
-    image_hosts = sorted({parse_image_reference(i["reference"], "image").host for i in images})
+    src = flux_source(
+        cv, deployable, flavour, blob_head=inp.loaded.blob_heads.get(resource_key(deployable))
+    )
+    # Every image reference is resolved and parsed once, here, and used from this table by
+    # status, the pull secrets and the ConfigData engine.
+    table = image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages)
+    images = _images(inp, table)
+    mutation = _mutation(inp, flavour, deployable, cd, table)
+    image_hosts = _image_hosts(inp, table)
 
     built: dict[str, dict[str, Any]] = {}
     built.update(namespaces.build(ctx, inp.existing_namespaces, inp.observed))
@@ -189,6 +234,9 @@ def compose(inp: CoreInput) -> CoreOutput:
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
     blocked = readiness.first_blocker(desired, ready, inp.observed)
     notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
+    unused = unused_values_note(policy, flavour, cd, mutation)
+    if unused is not None:
+        notes.append(unused)
     waited = sorted(set(waits.values()))
     if blocked is not None and blocked.kind == "Namespace" and blocked.name in waited:
         count = sum(1 for ns in waits.values() if ns == blocked.name)
@@ -235,10 +283,17 @@ def compose(inp: CoreInput) -> CoreOutput:
         "configData": {
             "resource": cd.name if cd else None,
             "substitutions": [
-                {"rule": t.rule, "file": t.file, "document": t.document, "path": t.path, "value": _json_value(t.value)}
+                {
+                    "rule": t.rule,
+                    "file": t.file,
+                    "document": t.document,
+                    "path": t.path,
+                    "value": _json_value(t.value),
+                }
                 for t in mutation.trace
             ],
             "skipped": list(mutation.skipped),
+            "unusedValues": list(mutation.unused_values),
         },
     }
     if blocked is not None:

@@ -1,22 +1,30 @@
-"""External Secrets Operator ``ExternalSecret`` objects (``external-secrets.io/v1`` only).
+r"""External Secrets Operator ``ExternalSecret`` objects (``external-secrets.io/v1`` only).
 
 Secret *values* never pass through the function: the claim names a store ops allows and a
 remote key under an allowed prefix, and ESO fetches the value in the cluster. Registry
 credentials become ``kubernetes.io/dockerconfigjson`` Secrets whose JSON is built with the
 ``toJson`` template function, so a ``"`` or ``\\`` in a password cannot break (or inject
 into) the document.
+
+ESO copies none of the ExternalSecret's labels onto the Secret it creates, so every target
+template carries the claim's labels (``target.template.metadata.labels``): each object a claim
+causes is traceable to it. A template without ``data`` keeps the provider's keys as they are.
+``refreshInterval`` is spelled as ESO writes it back (``1h0m0s``), so it never owns the field.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from function.api.claim import RegistryCredential, RemoteRef
+from function.api.claim import RegistryCredential, RemoteRef, SecretData
 from function.compose import names
 from function.compose.context import Context
+from function.compose.durations import canonical
+from function.errors import InvalidClaim
 
 API = "external-secrets.io/v1"
-REFRESH = "1h"
+REFRESH = canonical("1h", "refreshInterval")  # 1h0m0s
 
 
 def key_repository() -> str:
@@ -47,12 +55,17 @@ def docker_config_template(hosts: Iterable[str]) -> str:
     Hosts come from the policy allowlist and image references (validated host[:port]), never
     from secret data; username and password only ever pass through ``dict``/``toJson``.
     """
-    entry = '(dict "username" .username "password" .password "auth" (printf "%s:%s" .username .password | b64enc))'
+    entry = (
+        '(dict "username" .username "password" .password '
+        '"auth" (printf "%s:%s" .username .password | b64enc))'
+    )
     pairs = " ".join(f'"{h}" {entry}' for h in sorted(set(hosts)))
     return '{{ dict "auths" (dict ' + pairs + ") | toJson }}"
 
 
-def _registry_secret(ctx: Context, name: str, namespace: str, cred: RegistryCredential, hosts: list[str]) -> dict[str, Any]:
+def _registry_secret(
+    ctx: Context, name: str, namespace: str, cred: RegistryCredential, hosts: list[str]
+) -> dict[str, Any]:
     if cred.format == "dockerConfigJson":
         data = [{"secretKey": "dockerconfigjson", "remoteRef": _remote(cred.remoteRef)}]
         template = "{{ .dockerconfigjson | toString }}"
@@ -75,6 +88,7 @@ def _registry_secret(ctx: Context, name: str, namespace: str, cred: RegistryCred
                 "template": {
                     "type": "kubernetes.io/dockerconfigjson",
                     "engineVersion": "v2",
+                    "metadata": {"labels": ctx.labels()},
                     "data": {".dockerconfigjson": template},
                 },
             },
@@ -83,28 +97,54 @@ def _registry_secret(ctx: Context, name: str, namespace: str, cred: RegistryCred
     }
 
 
+def _check_unique_keys(index: int, data: Iterable[SecretData]) -> None:
+    """ESO's webhook refuses two ``data`` entries with one ``secretKey``; without the webhook the
+    last silently wins. Either way the claim did not get what it wrote: one Fatal, naming both.
+    """
+    first: dict[str, int] = {}
+    for j, d in enumerate(data):
+        if d.secretKey in first:
+            earlier = f"spec.secrets[{index}].data[{first[d.secretKey]}]"
+            raise InvalidClaim(
+                f"spec.secrets[{index}].data[{j}].secretKey",
+                f"secretKey {d.secretKey!r} is already set by {earlier}; each key of a Secret "
+                "can come from one data entry only",
+            )
+        first[d.secretKey] = j
+
+
 def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     creds = ctx.spec.credentials
     if creds and creds.repository:
         out[key_repository()] = _registry_secret(
-            ctx, ctx.repository_secret_name, ctx.deploy_namespace, creds.repository, [ctx.repository.host]
+            ctx,
+            ctx.repository_secret_name,
+            ctx.deploy_namespace,
+            creds.repository,
+            [ctx.repository.host],
         )
     if creds and creds.pull:
         hosts = image_hosts or [ctx.repository.host]
         for ns in ctx.targets:
-            out[key_pull(ns.name)] = _registry_secret(ctx, ctx.pull_secret_name, ns.name, creds.pull, hosts)
-    for s in ctx.spec.secrets:
+            out[key_pull(ns.name)] = _registry_secret(
+                ctx, ctx.pull_secret_name, ns.name, creds.pull, hosts
+            )
+    for i, s in enumerate(ctx.spec.secrets):
         ns = s.namespace or ctx.primary_namespace
+        _check_unique_keys(i, s.data)
+        template: dict[str, Any] = {"engineVersion": "v2", "metadata": {"labels": ctx.labels()}}
+        if s.type:
+            template["type"] = s.type
         spec: dict[str, Any] = {
             "refreshInterval": REFRESH,
             "secretStoreRef": {"name": s.storeRef.name, "kind": s.storeRef.kind},
-            "target": {"name": s.name, "creationPolicy": "Owner"},
+            "target": {"name": s.name, "creationPolicy": "Owner", "template": template},
         }
-        if s.type:
-            spec["target"]["template"] = {"type": s.type, "engineVersion": "v2"}
         if s.data:
-            spec["data"] = [{"secretKey": d.secretKey, "remoteRef": _remote(d.remoteRef)} for d in s.data]
+            spec["data"] = [
+                {"secretKey": d.secretKey, "remoteRef": _remote(d.remoteRef)} for d in s.data
+            ]
         if s.dataFrom:
             spec["dataFrom"] = [{"extract": _remote(d)} for d in s.dataFrom]
         out[key_service(ns, s.name)] = {

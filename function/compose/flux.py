@@ -6,7 +6,8 @@ resolve the OCM index to the descriptor manifest), always has a ``layerSelector`
 verification off, so it is never a claim's choice). Both consumers live next to their source
 in the deploy namespace (``--no-cross-namespace-refs``) and impersonate the deploy
 ServiceAccount (``--default-service-account``). Values and patches come from the ConfigData
-engine unchanged; the function only adds the image pull secret.
+engine unchanged; the function only adds the image pull secret. Durations are composed in Go's
+spelling (``10m0s``), like every other controller-read duration (``durations``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 from typing import Any
 
 from function.compose.context import Context
+from function.compose.durations import canonical
 from function.configdata.deploy import FluxMutation
 from function.ocm.access import FluxSource
 
@@ -47,7 +49,7 @@ def kind_of(flavour: str) -> str:
 
 def source(ctx: Context, src: FluxSource) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "interval": ctx.policy.flux.sourceInterval,
+        "interval": canonical(ctx.policy.flux.sourceInterval, "flux.sourceInterval"),
         "url": src.url,
         "ref": {"digest": src.digest},
         "layerSelector": {"mediaType": src.layer_media_type, "operation": src.layer_operation},
@@ -94,8 +96,8 @@ def helm_release(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
     if f.upgrade.remediation:
         upgrade["remediation"] = {"retries": f.upgrade.remediation.retries}
     spec: dict[str, Any] = {
-        "interval": f.interval,
-        "timeout": f.timeout,
+        "interval": canonical(f.interval, "flux.interval"),
+        "timeout": canonical(f.timeout, "flux.timeout"),
         "chartRef": {"kind": "OCIRepository", "name": ctx.flux_name},
         "releaseName": ctx.release_name,
         "targetNamespace": ctx.primary_namespace,
@@ -122,7 +124,9 @@ def _pull_secret_patches(ctx: Context) -> list[dict[str, Any]]:
         for step in reversed(path):
             body = {step: body}
         doc = {"apiVersion": f"{group}/v1", "kind": kind, "metadata": {"name": "not-used"}, **body}
-        patches.append({"patch": json.dumps(doc, sort_keys=True), "target": {"group": group, "kind": kind}})
+        patches.append(
+            {"patch": json.dumps(doc, sort_keys=True), "target": {"group": group, "kind": kind}}
+        )
     return patches
 
 
@@ -133,9 +137,9 @@ def kustomization(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
     if creds and creds.pull:
         patches.extend(_pull_secret_patches(ctx))
     spec: dict[str, Any] = {
-        "interval": f.interval,
-        "retryInterval": f.retryInterval,
-        "timeout": f.timeout,
+        "interval": canonical(f.interval, "flux.interval"),
+        "retryInterval": canonical(f.retryInterval, "flux.retryInterval"),
+        "timeout": canonical(f.timeout, "flux.timeout"),
         "sourceRef": {"kind": "OCIRepository", "name": ctx.flux_name},
         "path": ctx.spec.deploy.path,
         "prune": f.prune,

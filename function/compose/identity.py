@@ -8,8 +8,9 @@ the XR name (a v2 cluster-scoped XR created directly by ops).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from function.compose import names
 
@@ -49,9 +50,12 @@ def identity_of(xr: Mapping[str, Any]) -> Identity:
     spec = xr.get("spec")
     ref = (spec if isinstance(spec, Mapping) else {}).get("claimRef") or {}
     if isinstance(ref, Mapping) and ref.get("name") and ref.get("namespace"):
-        return Identity(str(ref["namespace"]), str(ref["name"]), xr_name, True)
+        return Identity(str(ref["namespace"]), str(ref["name"]), xr_name, is_claim=True)
     if labels.get("crossplane.io/claim-name") and labels.get("crossplane.io/claim-namespace"):
         return Identity(
-            str(labels["crossplane.io/claim-namespace"]), str(labels["crossplane.io/claim-name"]), xr_name, True
+            str(labels["crossplane.io/claim-namespace"]),
+            str(labels["crossplane.io/claim-name"]),
+            xr_name,
+            is_claim=True,
         )
-    return Identity("", xr_name, xr_name, False)
+    return Identity("", xr_name, xr_name, is_claim=False)

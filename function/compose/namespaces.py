@@ -8,7 +8,8 @@ the policy's Pod Security Admission labels.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from function.compose import names
 from function.compose.context import Context
@@ -57,10 +58,16 @@ def build(
         if ns.mode == "existing":
             if ns.name in existing and live is None:
                 raise PolicyViolation(
-                    f"spec.namespaces[{i}]", f"namespace {ns.name!r} does not exist (mode existing composes no Namespace)"
+                    f"spec.namespaces[{i}]",
+                    f"namespace {ns.name!r} does not exist (mode existing composes no Namespace)",
                 )
             continue
-        if ns.mode == "create" and live is not None and key not in observed and not owned_by(ctx, live):
+        if (
+            ns.mode == "create"
+            and live is not None
+            and key not in observed
+            and not owned_by(ctx, live)
+        ):
             raise PolicyViolation(
                 f"spec.namespaces[{i}]",
                 f"namespace {ns.name!r} already exists and is not owned by this claim; "
@@ -69,7 +76,8 @@ def build(
         other = ((live or {}).get("metadata") or {}).get("labels", {}).get(names.LABEL_OWNER)
         if ns.mode == "adopt" and other and key not in observed and not owned_by(ctx, live):
             raise PolicyViolation(
-                f"spec.namespaces[{i}]", f"namespace {ns.name!r} is owned by another claim ({other}); it cannot be adopted"
+                f"spec.namespaces[{i}]",
+                f"namespace {ns.name!r} is owned by another claim ({other}); it cannot be adopted",
             )
         out[key] = _namespace(ctx, ns.name)
     return out

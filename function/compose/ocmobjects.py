@@ -19,6 +19,7 @@ from typing import Any
 from function.api.policy import OcmPolicy
 
 from function.compose.context import Context
+from function.compose.durations import canonical
 from function.ocm.model import ComponentVersion, Resource
 
 API = "delivery.ocm.software/v1alpha1"
@@ -40,7 +41,14 @@ def _ocm_config(ctx: Context) -> list[dict[str, Any]]:
     creds = ctx.spec.credentials
     if not (creds and creds.repository):
         return []
-    return [{"apiVersion": "v1", "kind": "Secret", "name": ctx.repository_secret_name, "policy": "Propagate"}]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "name": ctx.repository_secret_name,
+            "policy": "Propagate",
+        }
+    ]
 
 
 def verify(policy: OcmPolicy) -> list[dict[str, Any]]:
@@ -56,8 +64,12 @@ def verify(policy: OcmPolicy) -> list[dict[str, Any]]:
 
 
 def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str, dict[str, Any]]:
-    interval = ctx.policy.ocm.interval
-    repo_spec: dict[str, Any] = {"type": "OCIRegistry", "baseUrl": f"{'http' if ctx.repository.plain_http else 'https'}://{ctx.repository.host}"}
+    # The OCM controller writes spec.interval back as Go prints it (10m -> 10m0s), so compose that.
+    interval = canonical(ctx.policy.ocm.interval, "ocm.interval")
+    repo_spec: dict[str, Any] = {
+        "type": "OCIRegistry",
+        "baseUrl": f"{'http' if ctx.repository.plain_http else 'https'}://{ctx.repository.host}",
+    }
     if ctx.repository.base.strip("/"):
         repo_spec["subPath"] = ctx.repository.base.strip("/")
     cfg = _ocm_config(ctx)
@@ -82,7 +94,22 @@ def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str,
             spec["ocmConfig"] = cfg
     ns = ctx.deploy_namespace
     return {
-        key_repository(): {"apiVersion": API, "kind": "Repository", "metadata": ctx.meta(ctx.flux_name, ns), "spec": repository},
-        key_component(): {"apiVersion": API, "kind": "Component", "metadata": ctx.meta(ctx.flux_name, ns), "spec": component},
-        key_resource(): {"apiVersion": API, "kind": "Resource", "metadata": ctx.meta(ctx.flux_name, ns), "spec": resource},
+        key_repository(): {
+            "apiVersion": API,
+            "kind": "Repository",
+            "metadata": ctx.meta(ctx.flux_name, ns),
+            "spec": repository,
+        },
+        key_component(): {
+            "apiVersion": API,
+            "kind": "Component",
+            "metadata": ctx.meta(ctx.flux_name, ns),
+            "spec": component,
+        },
+        key_resource(): {
+            "apiVersion": API,
+            "kind": "Resource",
+            "metadata": ctx.meta(ctx.flux_name, ns),
+            "spec": resource,
+        },
     }

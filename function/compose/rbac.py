@@ -29,17 +29,25 @@ def key_role(namespace: str | None) -> str:
 
 
 def key_rolebinding(namespace: str | None) -> str:
-    return "rolebinding-deploy" if namespace is None else names.resource_key("rolebinding", namespace)
+    return (
+        "rolebinding-deploy" if namespace is None else names.resource_key("rolebinding", namespace)
+    )
 
 
 def _rule(r: PolicyRule) -> dict[str, Any]:
-    out: dict[str, Any] = {"apiGroups": list(r.apiGroups), "resources": list(r.resources), "verbs": list(r.verbs)}
+    out: dict[str, Any] = {
+        "apiGroups": list(r.apiGroups),
+        "resources": list(r.resources),
+        "verbs": list(r.verbs),
+    }
     if r.resourceNames:
         out["resourceNames"] = list(r.resourceNames)
     return out
 
 
-def _role_pair(ctx: Context, namespace: str, rules: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _role_pair(
+    ctx: Context, namespace: str, rules: list[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     role = {
         "apiVersion": _RBAC,
         "kind": "Role",
@@ -50,8 +58,14 @@ def _role_pair(ctx: Context, namespace: str, rules: list[dict[str, Any]]) -> tup
         "apiVersion": _RBAC,
         "kind": "RoleBinding",
         "metadata": ctx.meta(ctx.deployer_name, namespace),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ctx.deployer_name},
-        "subjects": [{"kind": "ServiceAccount", "name": ctx.deployer_name, "namespace": ctx.deploy_namespace}],
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": ctx.deployer_name,
+        },
+        "subjects": [
+            {"kind": "ServiceAccount", "name": ctx.deployer_name, "namespace": ctx.deploy_namespace}
+        ],
     }
     return role, binding
 

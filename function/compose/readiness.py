@@ -13,8 +13,9 @@ while the function withholds objects, what they wait for (``WaitingForNamespace`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 NO_READY_CONDITION = {"Namespace", "ServiceAccount", "Role", "RoleBinding"}
 
@@ -64,7 +65,9 @@ def is_ready(desired: Mapping[str, Any], observed: Mapping[str, Any] | None) -> 
 def blocker(desired: Mapping[str, Any], observed: Mapping[str, Any] | None) -> Blocker:
     meta = desired["metadata"]
     if observed is None:
-        return Blocker(desired["kind"], meta["name"], meta.get("namespace"), "Creating", "not created yet")
+        return Blocker(
+            desired["kind"], meta["name"], meta.get("namespace"), "Creating", "not created yet"
+        )
     cond = ready_condition(observed) or {}
     reason = str(cond.get("reason") or "NotReady")
     message = str(cond.get("message") or "no Ready condition yet")[:500]
@@ -72,7 +75,9 @@ def blocker(desired: Mapping[str, Any], observed: Mapping[str, Any] | None) -> B
 
 
 def first_blocker(
-    desired: Mapping[str, Mapping[str, Any]], ready: Mapping[str, bool], observed: Mapping[str, Mapping[str, Any]]
+    desired: Mapping[str, Mapping[str, Any]],
+    ready: Mapping[str, bool],
+    observed: Mapping[str, Mapping[str, Any]],
 ) -> Blocker | None:
     pending = [k for k in desired if not ready.get(k)]
     if not pending:

@@ -1,7 +1,8 @@
 """The seam between the ConfigData engine and the composition core.
 
-The core asks one question: "given this ConfigData, component, deployable content and
-values, what goes into the Flux object?" The answer is a :class:`FluxMutation`: Helm values
+The core asks one question: "given this ConfigData, component, deployable content, values
+and resolved image references (one frozen :class:`MutationInput`), what goes into the Flux
+object?" The answer (:func:`mutate`) is a :class:`FluxMutation`: Helm values
 for a HelmRelease, or patches for a Kustomization, plus a trace of every substitution (for
 XR status) and any warnings. No I/O happens here.
 
@@ -12,22 +13,26 @@ rules exist but none applies, that is a warning (probably a wrong ``file``).
 
 from __future__ import annotations
 
-import functools
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Callable, Hashable, Literal, Mapping
+from typing import Any, Literal
 
+from function.cache import active_memos, approx_size, digest, files_digest
 from function.configdata import helm, kustomize
+from function.configdata.configure import SchemaViolations
 from function.configdata.engine import plan
-from function.configdata.memo import DIGESTS, MUTATIONS, approx_size, digest, files_digest
 from function.configdata.model import parse_configdata
 from function.configdata.paths import format_path
 from function.configdata.plain import plain
 from function.configdata.substitution import Change
+from function.configdata.suggestions import suggestion_for
+from function.configdata.unused import unused_values
 from function.configdata.yamlfile import YamlFile, apply, load_file
 from function.errors import SackError
-from function.ocm.model import ComponentVersion, Resource
+from function.ocm.access import ImageTable, image_table
+from function.ocm.model import ComponentVersion
 from function.yamlio import YamlError, load_one
 
 Flavour = Literal["helm", "kustomize"]
@@ -54,9 +59,29 @@ class FluxMutation:
     trace: tuple[Trace, ...] = ()
     warnings: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()  # rules that address files outside this deployable, with why
+    unused_values: tuple[str, ...] = ()  # claim value paths no applied configuration rule consumes
 
 
-Locate = Callable[[ComponentVersion, Resource], str]
+@dataclass(frozen=True)
+class MutationInput:
+    """Everything one Flux mutation depends on (the memo key is made of exactly this).
+
+    ``files``: for ``helm`` the chart's files relative to the chart root (``values.yaml``,
+    ``templates/...``); for ``kustomize`` the files of the tar relative to its root.
+    ``images``: the request's image table (:func:`function.ocm.access.image_table`), resolved
+    once by the core; None computes it from ``component`` (no policy downgrades).
+    ``schema_violations``: the policy's ``configData.schemaViolations`` (``Warning`` reports
+    schema violations of the values as warnings instead of failing).
+    """
+
+    flavour: Flavour
+    configdata: bytes
+    component: ComponentVersion
+    files: Mapping[str, bytes]
+    values: Mapping[str, Any] | None = None
+    images: ImageTable | None = None
+    configdata_name: str = "ConfigData"
+    schema_violations: SchemaViolations = "Fatal"
 
 
 def _trace(change: Change) -> Trace:
@@ -70,6 +95,29 @@ def _trace(change: Change) -> Trace:
     )
 
 
+def mutate(inp: MutationInput) -> FluxMutation:
+    """Plan and apply every ConfigData rule for one deployable, for Flux.
+
+    Raises :class:`function.errors.SackError` subclasses naming rule, field and file.
+    """
+    if inp.flavour not in ("helm", "kustomize"):
+        raise ValueError(f"unknown flavour {inp.flavour!r}")
+    if inp.images is None:
+        inp = replace(inp, images=image_table(inp.component))
+    memos = active_memos()
+    key = _memo_key(inp) if memos else None
+    if memos is not None and key is not None:
+        hit = memos.mutations.get(key)
+        # The key holds the descriptor digest; the component itself is compared too, so two
+        # different descriptors that claim one digest (hand-made ones) never share an entry.
+        if hit is not None and (hit[0] is inp.component or hit[0] == inp.component):
+            return hit[1]
+    result = _checked(inp)
+    if memos is not None and key is not None:
+        memos.mutations.put(key, (inp.component, result), _size(result))
+    return result
+
+
 def mutation_for(
     flavour: Flavour,
     configdata: bytes,
@@ -78,87 +126,79 @@ def mutation_for(
     values: Mapping[str, Any] | None,
     *,
     configdata_name: str = "ConfigData",
-    locate: Locate | None = None,
+    images: ImageTable | None = None,
+    schema_violations: SchemaViolations = "Fatal",
 ) -> FluxMutation:
-    """Plan and apply every ConfigData rule for one deployable, for Flux.
-
-    ``files``: for ``helm`` the chart's files relative to the chart root (``values.yaml``,
-    ``templates/...``); for ``kustomize`` the files of the tar relative to its root.
-    Raises :class:`function.errors.SackError` subclasses naming rule, field and file.
-    """
-    if flavour not in ("helm", "kustomize"):
-        raise ValueError(f"unknown flavour {flavour!r}")
-    key = _memo_key(flavour, configdata, component, files, values, configdata_name, locate)
-    if key is not None:
-        hit = MUTATIONS.get(key)
-        # The key holds the descriptor digest; the component itself is compared too, so two
-        # different descriptors that claim one digest (hand-made ones) never share an entry.
-        if hit is not None and (hit[0] is component or hit[0] == component):
-            return hit[1]
-    result = _checked(flavour, configdata, component, files, values, configdata_name, locate)
-    if key is not None:
-        MUTATIONS.put(key, (component, result), _size(result))
-    return result
+    """:func:`mutate` with the inputs spelled out (for callers outside the core)."""
+    return mutate(
+        MutationInput(
+            flavour,
+            configdata,
+            component,
+            files,
+            values,
+            images,
+            configdata_name,
+            schema_violations,
+        )
+    )
 
 
-def _locate_key(locate: Locate | None) -> Hashable | None:
-    """A key for the ``locate`` function: only ``None`` or a ``functools.partial`` of hashable parts."""
-    if locate is None:
-        return ("default",)
-    if isinstance(locate, functools.partial):
-        try:
-            k = (locate.func, locate.args, tuple(sorted(locate.keywords.items())))
-            hash(k)
-            return k
-        except TypeError:
-            return None
-    return None
+def _images_key(images: ImageTable) -> Hashable:
+    return tuple(
+        (
+            k,
+            e.reference,
+            None if e.error is None else (type(e.error).__name__, e.error.where, e.error.message),
+        )
+        for k, e in sorted(images.items())
+    )
 
 
-def _memo_key(
-    flavour: Flavour,
-    configdata: bytes,
-    component: ComponentVersion,
-    files: Mapping[str, bytes],
-    values: Mapping[str, Any] | None,
-    configdata_name: str,
-    locate: Locate | None,
-) -> Hashable | None:
+def _memo_key(inp: MutationInput) -> Hashable | None:
     """Content key of everything the mutation depends on, or None (then it is not memoised).
 
-    The mutation is a pure function of: the flavour, the ConfigData bytes, the component
-    (name, version, descriptor digest, registry it is read from), the deployable's files,
-    the values and how images are located. All of it is in the key, by content.
+    The mutation is a pure function of the :class:`MutationInput`: the flavour, the
+    ConfigData bytes, the component (name, version, descriptor digest, registry it is read
+    from), the deployable's files, the values, the image table and the schema-violations
+    policy. All of it is in the key, by content.
     """
-    lk = _locate_key(locate)
-    if lk is None or not component.descriptor_digest:
+    component, values = inp.component, inp.values
+    if not component.descriptor_digest or inp.images is None:
         return None
     if not _json_like(values, 0):
         return None
     vk = json.dumps(values, sort_keys=True, separators=(",", ":"), allow_nan=True)
     return (
-        flavour,
-        _digest_of(configdata, digest),
-        _digest_of(files, files_digest),
+        inp.flavour,
+        _digest_of(inp.configdata, digest),
+        _digest_of(inp.files, files_digest),
         digest(vk),
-        configdata_name,
-        lk,
+        inp.configdata_name,
+        _images_key(inp.images),
         component.name,
         component.version,
         component.descriptor_digest,
         component.repository,
+        inp.schema_violations,
     )
 
 
 def _digest_of(obj: Any, compute: Callable[[Any], bytes]) -> bytes:
     """Immutable inputs (bytes, a read-only file map of bytes) are hashed once per object."""
-    if isinstance(obj, bytes) or (isinstance(obj, MappingProxyType) and all(type(v) is bytes for v in obj.values())):
-        return DIGESTS.get(obj, compute)
+    memos = active_memos()
+    immutable = isinstance(obj, bytes) or (
+        isinstance(obj, MappingProxyType) and all(type(v) is bytes for v in obj.values())
+    )
+    if memos is not None and immutable:
+        return memos.digest_of(obj, compute)
     return compute(obj)
 
 
 def _json_like(v: Any, depth: int) -> bool:
-    """Plain JSON data only (string keys, exact scalar types), so its JSON text is a faithful key."""
+    """Plain JSON data only (string keys, exact scalar types), so its JSON text is a faithful
+    key.
+    """
     if depth > 100:
         return False
     t = type(v)
@@ -170,40 +210,38 @@ def _json_like(v: Any, depth: int) -> bool:
 
 
 def _size(m: FluxMutation) -> int:
-    return 500 + approx_size(m.helm_values) + sum(approx_size(p) for p in m.kustomize_patches) + sum(
-        300 + approx_size(t.value) + approx_size(t.old) + len(t.path) for t in m.trace
-    ) + approx_size(list(m.warnings)) + approx_size(list(m.skipped))
+    return (
+        500
+        + approx_size(m.helm_values)
+        + sum(approx_size(p) for p in m.kustomize_patches)
+        + sum(300 + approx_size(t.value) + approx_size(t.old) + len(t.path) for t in m.trace)
+        + approx_size(list(m.warnings))
+        + approx_size(list(m.skipped))
+        + approx_size(list(m.unused_values))
+    )
 
 
-def _checked(
-    flavour: Flavour,
-    configdata: bytes,
-    component: ComponentVersion,
-    files: Mapping[str, bytes],
-    values: Mapping[str, Any] | None,
-    configdata_name: str,
-    locate: Locate | None,
-) -> FluxMutation:
+def _checked(inp: MutationInput) -> FluxMutation:
     try:
-        return _mutation_for(flavour, configdata, component, files, values, configdata_name, locate)
+        return _mutation(inp)
     except SackError as e:
         # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource.
-        if configdata_name != "ConfigData" and e.where.startswith("ConfigData "):
-            raise type(e)(configdata_name + e.where[len("ConfigData"):], e.message) from None
+        name = inp.configdata_name
+        if name != "ConfigData" and e.where.startswith("ConfigData "):
+            raise type(e)(name + e.where[len("ConfigData") :], e.message) from None
         raise
 
 
-def _mutation_for(
-    flavour: Flavour,
-    configdata: bytes,
-    component: ComponentVersion,
-    files: Mapping[str, bytes],
-    values: Mapping[str, Any] | None,
-    configdata_name: str,
-    locate: Locate | None,
-) -> FluxMutation:
-    cd = parse_configdata(configdata, configdata_name)
-    p = plan(cd, component=component, values=values, locate=locate)
+def _mutation(inp: MutationInput) -> FluxMutation:
+    flavour, files, configdata_name = inp.flavour, inp.files, inp.configdata_name
+    cd = parse_configdata(inp.configdata, configdata_name)
+    p = plan(
+        cd,
+        component=inp.component,
+        values=inp.values,
+        images=inp.images,
+        schema_violations=inp.schema_violations,
+    )
 
     loaded: dict[str, YamlFile] = {}
     roles: dict[str, str] = {}
@@ -212,11 +250,14 @@ def _mutation_for(
     patches: list[Mapping[str, Any]] = []
     traces: list[Trace] = []
     skipped: list[str] = []
+    hints: list[str] = []
     what = "chart" if flavour == "helm" else "Kustomize directory"
 
     for sub in p.substitutions:
         if sub.file not in files:
-            skipped.append(f"ConfigData {sub.rule}.{sub.field}: file {sub.file} is not in the {what}")
+            skipped.append(
+                f"ConfigData {sub.rule}.{sub.field}: file {sub.file} is not in the {what}"
+            )
             continue
         f = loaded.get(sub.file)
         if f is None:
@@ -241,17 +282,31 @@ def _mutation_for(
             kustomize.check_change(change, doc, over)
             patches.append(kustomize.patch_for(change, doc))
         traces.append(_trace(change))
+        hint = suggestion_for(f.docs, change)
+        if hint is not None:
+            hints.append(hint.describe(configdata_name))
 
     # Planning warnings only matter for substitutions that this deployable applies.
     applied = {(t.rule, t.file, t.path) for t in traces}
-    warnings = [
-        s.warning for s in p.substitutions
+    warnings = [f.message for f in p.findings] + [
+        s.warning
+        for s in p.substitutions
         if s.warning and (s.rule, s.file, format_path(s.path.steps)) in applied
     ]
+    if configdata_name != "ConfigData":  # name the actual ConfigData resource, as errors do
+        warnings = [
+            configdata_name + w[len("ConfigData") :]
+            if w.startswith("ConfigData ") and not w.startswith(configdata_name)
+            else w
+            for w in warnings
+        ]
+    warnings.extend(hints)  # suggestions name the resource already
     if p.substitutions and not traces:
         warnings.append(
-            f"{configdata_name}: none of its {len(p.substitutions)} substitutions addresses a file of this "
-            f"{what} (files named: {', '.join(sorted({s.file for s in p.substitutions}))}); check the rules' file fields"
+            f"{configdata_name}: none of its {len(p.substitutions)} substitutions addresses a "
+            "file of this "
+            f"{what} (files named: {', '.join(sorted({s.file for s in p.substitutions}))}); "
+            "check the rules' file fields"
         )
     return FluxMutation(
         helm_values=helm_values,
@@ -259,7 +314,8 @@ def _mutation_for(
         trace=tuple(traces),
         warnings=tuple(warnings),
         skipped=tuple(skipped),
+        unused_values=unused_values(cd, inp.values, files=files.keys()),
     )
 
 
-__all__ = ["Flavour", "FluxMutation", "Locate", "Trace", "mutation_for"]
+__all__ = ["Flavour", "FluxMutation", "MutationInput", "Trace", "mutate", "mutation_for"]

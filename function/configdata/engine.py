@@ -7,21 +7,46 @@ No file or network I/O happens here: callers pass bytes in and get text and chan
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from function.configdata.configure import plan_configuration
-from function.configdata.localize import Locate, plan_localization
+from function.configdata.configure import SchemaViolations
+from function.configdata.configure import configure as configure_values
+from function.configdata.findings import Finding
+from function.configdata.localize import plan_localization
 from function.configdata.model import ConfigData
 from function.configdata.substitution import Change, Substitution
 from function.configdata.yamlfile import YamlFile, apply, dump_file, load_file
+from function.ocm.access import ImageTable
 from function.ocm.model import ComponentVersion
 
 
 @dataclass(frozen=True)
 class Plan:
+    """``warnings``: localization warnings (each is also on its substitution). ``findings``:
+    what loading and configuration found, whichever files a deployable has; a substitution's
+    own ``warning`` matters only where it is applied. :meth:`all_findings` is both, for tools
+    that look at the ConfigData as a whole (``sack8s check``).
+    """
+
     substitutions: tuple[Substitution, ...]
     warnings: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
+
+    def all_findings(self) -> tuple[Finding, ...]:
+        subs = tuple(
+            Finding(
+                "Rule",
+                s.warning,
+                rule=f"{s.rule}.{s.field}" if s.field != "path" else s.rule,
+                file=s.file,
+                path=str(s.path),
+            )
+            for s in self.substitutions
+            if s.warning
+        )
+        return self.findings + subs
 
 
 def plan(
@@ -31,21 +56,30 @@ def plan(
     values: Mapping[str, Any] | None = None,
     localize: bool = True,
     configure: bool = True,
-    locate: Locate | None = None,
+    images: ImageTable | None = None,
     only_file: str | None = None,
+    schema_violations: SchemaViolations = "Fatal",
 ) -> Plan:
-    """Every substitution the ConfigData asks for, localization first (upstream order)."""
+    """Every substitution the ConfigData asks for, localization first (upstream order).
+
+    ``images``: the request's resolved image references (default: computed from ``component``).
+    ``schema_violations="Warning"`` (the ops policy switch, the CLI flag) turns schema
+    violations of the values into findings instead of an error.
+    """
     subs: list[Substitution] = []
     warnings: list[str] = []
+    findings: list[Finding] = list(cd.findings)
     if localize and cd.localization:
         if component is None:
             raise ValueError("localization needs a component")
-        loc = plan_localization(cd, component, locate, only_file=only_file)
+        loc = plan_localization(cd, component, images, only_file=only_file)
         subs.extend(loc.substitutions)
         warnings.extend(loc.warnings)
     if configure:
-        subs.extend(plan_configuration(cd, values))
-    return Plan(tuple(subs), tuple(warnings))
+        conf = configure_values(cd, values, schema_violations=schema_violations)
+        subs.extend(conf.substitutions)
+        findings.extend(conf.findings)
+    return Plan(tuple(subs), tuple(warnings), tuple(findings))
 
 
 @dataclass(frozen=True)
@@ -53,10 +87,15 @@ class FileResult:
     text: str
     changes: tuple[Change, ...]
     not_applicable: tuple[Substitution, ...]
+    findings: tuple[Finding, ...] = ()
 
 
-def apply_to_file(text: bytes | str, file: str, substitutions: Iterable[Substitution]) -> FileResult:
-    """Apply the substitutions that address ``file`` to its text; the rest are returned unapplied."""
+def apply_to_file(
+    text: bytes | str, file: str, substitutions: Iterable[Substitution]
+) -> FileResult:
+    """Apply the substitutions that address ``file`` to its text; the rest are returned
+    unapplied.
+    """
     f: YamlFile = load_file(text, file)
     changes: list[Change] = []
     other: list[Substitution] = []
@@ -65,7 +104,20 @@ def apply_to_file(text: bytes | str, file: str, substitutions: Iterable[Substitu
             other.append(sub)
             continue
         changes.append(apply(f, sub))
-    return FileResult(dump_file(f) if changes else _as_text(text), tuple(changes), tuple(other))
+    findings = ()
+    if changes and len(f.docs) > 1:
+        findings = (
+            Finding(
+                "MultiDocumentFile",
+                f"{file} holds {len(f.docs)} YAML documents: every one is kept, and each rule "
+                "writes into the one document its path resolves in (ocm-controller v1 wrote back "
+                "only the first document and dropped the others)",
+                file=file,
+            ),
+        )
+    return FileResult(
+        dump_file(f) if changes else _as_text(text), tuple(changes), tuple(other), findings
+    )
 
 
 def _as_text(text: bytes | str) -> str:

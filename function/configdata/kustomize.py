@@ -16,20 +16,23 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from function.configdata.imageref import image_name
 from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution
 from function.errors import InvalidConfigData
+from function.ocm.imageref import image_name
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 
 def is_kustomization(doc: Any) -> bool:
-    return isinstance(doc, dict) and doc.get("kind") in ("Kustomization", "Component") and str(
-        doc.get("apiVersion", "")
-    ).startswith("kustomize.config.k8s.io/")
+    return (
+        isinstance(doc, dict)
+        and doc.get("kind") in ("Kustomization", "Component")
+        and str(doc.get("apiVersion", "")).startswith("kustomize.config.k8s.io/")
+    )
 
 
 def kustomizations_over(file: str, files: Mapping[str, Any]) -> list[str]:
@@ -47,7 +50,9 @@ def kustomizations_over(file: str, files: Mapping[str, Any]) -> list[str]:
 
 
 def check_file(sub: Substitution, docs: list[Any]) -> None:
-    if posixpath.basename(sub.file) in KUSTOMIZATION_FILES or any(is_kustomization(d) for d in docs):
+    if posixpath.basename(sub.file) in KUSTOMIZATION_FILES or any(
+        is_kustomization(d) for d in docs
+    ):
         raise InvalidConfigData(
             sub.where,
             f"{sub.file} is a kustomization file, not a Kubernetes object: Flux patches objects, "
@@ -68,7 +73,8 @@ def check_change(change: Change, doc: Any, kustomizations: Mapping[str, Any]) ->
     ):
         raise InvalidConfigData(
             sub.where,
-            f"document {change.document} of {sub.file} is not a Kubernetes object (needs apiVersion, kind "
+            f"document {change.document} of {sub.file} is not a Kubernetes object (needs "
+            "apiVersion, kind "
             "and metadata.name): Flux can only patch objects; move the value into a manifest",
         )
     obj = f"{doc['kind']}/{meta['name']}"
@@ -79,7 +85,8 @@ def check_change(change: Change, doc: Any, kustomizations: Mapping[str, Any]) ->
         if renames:
             raise InvalidConfigData(
                 sub.where,
-                f"{kfile} sets {' and '.join(renames)}, which renames {obj} before Flux applies patches, "
+                f"{kfile} sets {' and '.join(renames)}, which renames {obj} before Flux applies "
+                "patches, "
                 "so a patch cannot target it by the name in the file: remove the rename from "
                 f"{kfile} (name the object in the manifest instead)",
             )
@@ -89,7 +96,8 @@ def check_change(change: Change, doc: Any, kustomizations: Mapping[str, Any]) ->
                 if isinstance(entry, dict) and entry.get("name") == current:
                     raise InvalidConfigData(
                         sub.where,
-                        f"{kfile} has an images: entry for {current!r}, which rewrites path {change.path} "
+                        f"{kfile} has an images: entry for {current!r}, which rewrites path "
+                        f"{change.path} "
                         f"of {obj} after the patch: remove that images: entry (the ConfigData rule "
                         "localizes the image) or drop the rule",
                     )

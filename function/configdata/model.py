@@ -7,18 +7,26 @@ informational ``name`` on a localization rule (the MPAS generator, the fixture c
 
 ``mapping`` (CUE) and ``referencePath`` are *parsed* so they can be refused with a precise
 "unsupported" error naming the rule, rather than a generic "extra field" error.
+
+The file is read as upstream read it (sigs.k8s.io/yaml: YAML 1.1, so a plain ``y`` is
+``true``; :func:`function.yaml11.load_v1`), and a missing ``apiVersion``/``kind`` is accepted
+(upstream never looked at them; most of its own test data has none). Both are reported as
+findings (:attr:`ConfigData.findings`), never silently.
 """
 
 from __future__ import annotations
 
+import json
 import posixpath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from function.configdata.memo import CONFIGDATA, digest
+from function.cache import digest, memo
+from function.configdata.findings import Finding
 from function.errors import InvalidConfigData
-from function.yamlio import YamlError, load_one
+from function.yaml11 import Retyped, load_v1
+from function.yamlio import YamlError
 
 API_VERSION = "config.ocm.software/v1alpha1"
 KIND = "ConfigData"
@@ -60,7 +68,7 @@ class LocalizationRule(_Strict):
     mapping: Mapping | None = None
     referencePath: list[dict[str, Any]] | None = None
 
-    _file = field_validator("file")(classmethod(lambda cls, v: normalise_file(v)))
+    _file = field_validator("file")(classmethod(lambda _cls, v: normalise_file(v)))
 
     def targets(self) -> list[tuple[str, str]]:
         """(field, path) for every non-empty localization field, in documented order."""
@@ -72,7 +80,7 @@ class ConfigRule(_Strict):
     path: str = Field(min_length=1)
     file: str = Field(min_length=1)
 
-    _file = field_validator("file")(classmethod(lambda cls, v: normalise_file(v)))
+    _file = field_validator("file")(classmethod(lambda _cls, v: normalise_file(v)))
 
 
 class Configuration(_Strict):
@@ -87,23 +95,29 @@ class Configuration(_Strict):
 
 
 class ConfigData(_Strict):
-    apiVersion: str
-    kind: str
+    apiVersion: str | None = None  # missing: accepted with a finding (upstream ignored it)
+    kind: str | None = None
     metadata: dict[str, Any] | None = None
     configuration: Configuration | None = None
     localization: list[LocalizationRule] = Field(default_factory=list)
+    _findings: tuple[Finding, ...] = PrivateAttr(default=())
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """What loading the file found (missing apiVersion/kind, YAML 1.1 scalars)."""
+        return self._findings
 
     @field_validator("apiVersion")
     @classmethod
-    def _api(cls, v: str) -> str:
-        if v != API_VERSION:
+    def _api(cls, v: str | None) -> str | None:
+        if v is not None and v != API_VERSION:
             raise ValueError(f"must be {API_VERSION}, got {v!r}")
         return v
 
     @field_validator("kind")
     @classmethod
-    def _kind(cls, v: str) -> str:
-        if v != KIND:
+    def _kind(cls, v: str | None) -> str | None:
+        if v is not None and v != KIND:
             raise ValueError(f"must be {KIND}, got {v!r}")
         return v
 
@@ -123,35 +137,85 @@ def _loc(loc: tuple[Any, ...]) -> str:
 def parse_configdata(data: bytes | str, name: str = "ConfigData") -> ConfigData:
     """Load (with the YAML safety caps) and validate one ConfigData document.
 
-    Memoised by content (:mod:`function.configdata.memo`): the model is frozen and shared,
-    so callers must not mutate the containers inside it (the engine copies what it changes).
+    Memoised by content (:mod:`function.cache`): the model is frozen and shared, so
+    callers must not mutate the containers inside it (the engine copies what it changes).
     """
-    key = (digest(data), name)
-    cd = CONFIGDATA.get(key)
-    if cd is None:
-        cd = _parse_configdata(data, name)
-        CONFIGDATA.put(key, cd, 4 * len(data) + 1000)
-    return cd
+    return memo(
+        "configdata",
+        (digest(data), name),
+        lambda: _parse_configdata(data, name),
+        lambda _: 4 * len(data) + 1000,
+    )
+
+
+MAX_RETYPED_SHOWN = 10
+
+
+def _retyped_finding(name: str, r: Retyped) -> Finding:
+    v1, v12 = json.dumps(r.v1), json.dumps(r.v12)
+    return Finding(
+        "YAML11Scalar",
+        f"{name} {r.path}: the unquoted {r.text!r} is read as {v1} (YAML 1.1, as "
+        f"ocm-controller v1 and Kubernetes tools read it), where a YAML 1.2 reader sees {v12}: "
+        f"quote it if the string is meant, or write {v1}",
+        path=r.path,
+    )
+
+
+def _load_findings(
+    name: str, doc: dict[str, Any], retyped: tuple[Retyped, ...]
+) -> tuple[Finding, ...]:
+    out: list[Finding] = []
+    missing = [k for k in ("apiVersion", "kind") if k not in doc]
+    if missing:
+        add = " and ".join(f"'{k}: {API_VERSION if k == 'apiVersion' else KIND}'" for k in missing)
+        out.append(
+            Finding(
+                "MissingTypeMeta",
+                f"{name}: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                "missing; read as a v1 ConfigData (ocm-controller v1 never checked "
+                f"{'it' if len(missing) == 1 else 'them'}): add {add}",
+                path=" ".join(missing),
+            )
+        )
+    out += [_retyped_finding(name, r) for r in retyped[:MAX_RETYPED_SHOWN]]
+    if len(retyped) > MAX_RETYPED_SHOWN:
+        rest = ", ".join(r.path for r in retyped[MAX_RETYPED_SHOWN : MAX_RETYPED_SHOWN + 5])
+        out.append(
+            Finding(
+                "YAML11Scalar",
+                f"{name}: {len(retyped) - MAX_RETYPED_SHOWN} more unquoted scalars are read as "
+                f"YAML 1.1 types that a YAML 1.2 reader types differently ({rest}, …): quote them "
+                "if strings are meant",
+            )
+        )
+    return tuple(out)
 
 
 def _parse_configdata(data: bytes | str, name: str) -> ConfigData:
     try:
-        doc = load_one(data, name)
+        doc, retyped = load_v1(data, name)
     except YamlError as e:
         raise InvalidConfigData(e.where, e.message) from None
     if not isinstance(doc, dict):
         raise InvalidConfigData(name, f"must be a YAML map, got {type(doc).__name__}")
-    for key in ("apiVersion", "kind"):
-        if key not in doc:
-            raise InvalidConfigData(name, f"{key} is missing (want apiVersion: {API_VERSION}, kind: {KIND})")
     try:
-        return ConfigData.model_validate(doc)
+        cd = ConfigData.model_validate(doc)
     except ValidationError as e:
         problems = []
+        by_path = {r.path: r for r in retyped}
         for err in e.errors()[:5]:
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
                 msg = "unknown field (not part of ConfigData)"
+            r = by_path.get(_loc(err["loc"]))
+            if r is not None:
+                msg += (
+                    f" (the unquoted {r.text!r} is {json.dumps(r.v1)} in YAML 1.1, as upstream "
+                    "read it: quote it)"
+                )
             problems.append(f"{_loc(err['loc'])}: {msg}")
         more = f" (and {e.error_count() - 5} more)" if e.error_count() > 5 else ""
         raise InvalidConfigData(name, "; ".join(problems) + more) from None
+    cd._findings = _load_findings(name, doc, retyped)
+    return cd

@@ -1,4 +1,4 @@
-"""yq-style paths: the only path language ConfigData rules speak.
+r"""yq-style paths: the only path language ConfigData rules speak.
 
 Upstream evaluated ``"." + path + " |= $value"`` with yq, so rule paths are yq paths. We
 accept the subset that addresses a single node, which is all a substitution can mean:
@@ -22,11 +22,11 @@ from __future__ import annotations
 import re
 from collections.abc import MutableMapping, MutableSequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from function.errors import InvalidConfigData
 
-Step = Union[str, int]
+Step = str | int
 _PLAIN = re.compile(r"[A-Za-z0-9_-]+")
 MAX_PATH = 1024
 
@@ -60,7 +60,10 @@ def format_path(steps: tuple[Step, ...] | list[Step]) -> str:
 
 
 def _read_quoted(text: str, i: int, where: str) -> tuple[str, int]:
-    """A double-quoted key starting at ``text[i] == '"'``; returns (key, index after closing quote)."""
+    """A double-quoted key starting at ``text[i] == '"'``.
+
+    Returns (key, index after the closing quote).
+    """
     buf: list[str] = []
     i += 1
     while i < len(text):
@@ -70,7 +73,9 @@ def _read_quoted(text: str, i: int, where: str) -> tuple[str, int]:
                 buf.append(text[i + 1])
                 i += 2
                 continue
-            raise InvalidConfigData(where, f"path {text!r}: only \\\" and \\\\ escapes are allowed in quoted keys")
+            raise InvalidConfigData(
+                where, f'path {text!r}: only \\" and \\\\ escapes are allowed in quoted keys'
+            )
         if c == '"':
             return "".join(buf), i + 1
         buf.append(c)
@@ -112,7 +117,7 @@ def parse_path(text: Any, *, where: str = "") -> Path:
                 raise InvalidConfigData(
                     where,
                     f"path {shown!r}: unsupported selector at offset {i} "
-                    "(only [N] list indexes and [\"key\"] are supported)",
+                    '(only [N] list indexes and ["key"] are supported)',
                 )
             need_key = False
         elif c == ".":
@@ -125,7 +130,9 @@ def parse_path(text: Any, *, where: str = "") -> Path:
             continue
         elif c == '"':
             if not need_key:
-                raise InvalidConfigData(where, f"path {shown!r}: missing '.' before quoted key at offset {i}")
+                raise InvalidConfigData(
+                    where, f"path {shown!r}: missing '.' before quoted key at offset {i}"
+                )
             key, i = _read_quoted(text, i, where)
             steps.append(key)
             need_key = False
@@ -135,10 +142,12 @@ def parse_path(text: Any, *, where: str = "") -> Path:
                 raise InvalidConfigData(
                     where,
                     f"path {shown!r}: unsupported character {c!r} at offset {i} "
-                    "(quote keys with other characters: [\"a.b/c\"]; yq operators are not supported)",
+                    '(quote keys with other characters: ["a.b/c"]; yq operators are not supported)',
                 )
             if not need_key:
-                raise InvalidConfigData(where, f"path {shown!r}: missing '.' before key at offset {i}")
+                raise InvalidConfigData(
+                    where, f"path {shown!r}: missing '.' before key at offset {i}"
+                )
             steps.append(m.group(0))
             i = m.end()
             need_key = False
@@ -176,7 +185,9 @@ class Reach:
 
 
 def reach(doc: Any, path: Path) -> Reach:
-    """How much of ``path`` exists in ``doc``; raises :class:`PathMiss` when it cannot be set there."""
+    """How much of ``path`` exists in ``doc``; raises :class:`PathMiss` when it cannot be set
+    there.
+    """
     node = doc
     for depth, step in enumerate(path.steps):
         here = format_path(path.steps[:depth]) if depth else "the document root"
@@ -185,17 +196,22 @@ def reach(doc: Any, path: Path) -> Reach:
                 kind = "a map" if isinstance(node, MutableMapping) else f"a scalar ({_kind(node)})"
                 raise PathMiss(f"index [{step}] applied to {here}, which is {kind}", depth)
             if step >= len(node):
-                raise PathMiss(f"index [{step}] is out of range: {here} has {len(node)} entries", depth)
+                raise PathMiss(
+                    f"index [{step}] is out of range: {here} has {len(node)} entries", depth
+                )
             node = node[step]
         else:
             if not isinstance(node, MutableMapping):
-                kind = "a list" if isinstance(node, MutableSequence) else f"a scalar ({_kind(node)})"
+                kind = (
+                    "a list" if isinstance(node, MutableSequence) else f"a scalar ({_kind(node)})"
+                )
                 raise PathMiss(f"key {step!r} applied to {here}, which is {kind}", depth)
             if step not in node:
                 rest = path.steps[depth:]
                 if any(isinstance(s, int) for s in rest):
                     raise PathMiss(
-                        f"key {step!r} is missing under {here} and the rest of the path indexes a list, "
+                        f"key {step!r} is missing under {here} and the rest of the path indexes "
+                        "a list, "
                         "which cannot be created",
                         depth,
                     )

@@ -12,8 +12,11 @@ from typing import Any
 
 def plain(node: Any) -> Any:
     if isinstance(node, dict):
-        return {str(k) if not isinstance(k, (str, int, float, bool)) else k: plain(v) for k, v in node.items()}
-    if isinstance(node, (list, tuple)):
+        return {
+            str(k) if not isinstance(k, str | int | float | bool) else k: plain(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list | tuple):
         return [plain(v) for v in node]
     if isinstance(node, bool) or node is None:
         return node
@@ -23,6 +26,6 @@ def plain(node: Any) -> Any:
         return float(node)
     if isinstance(node, str):
         return str(node)
-    if isinstance(node, (datetime.date, datetime.datetime)):
+    if isinstance(node, datetime.date | datetime.datetime):
         return node.isoformat()
     return str(node)

@@ -84,7 +84,9 @@ def resolve_document(docs: list[Any], sub: Substitution) -> tuple[int, Reach]:
         if len(docs) == 1:
             raise InvalidConfigData(sub.where, f"path {path}: {misses[0][1]}")
         detail = "; ".join(f"document {i}: {m}" for i, m in misses[:4])
-        raise InvalidConfigData(sub.where, f"path {path} resolves in none of the {len(docs)} documents ({detail})")
+        raise InvalidConfigData(
+            sub.where, f"path {path} resolves in none of the {len(docs)} documents ({detail})"
+        )
     if len(docs) == 1:
         return reaches[0]
     exact = [(i, r) for i, r in reaches if r.exact]
@@ -93,13 +95,16 @@ def resolve_document(docs: list[Any], sub: Substitution) -> tuple[int, Reach]:
     if len(exact) > 1:
         idx = ", ".join(str(i) for i, _ in exact)
         raise InvalidConfigData(
-            sub.where, f"path {path} exists in documents {idx}: ambiguous; split the file or make the path unique"
+            sub.where,
+            f"path {path} exists in documents {idx}: ambiguous; split the file or make the path "
+            "unique",
         )
     best = max(r.existing for _, r in reaches)
     top = [(i, r) for i, r in reaches if r.existing == best]
     if best == 0:
         raise InvalidConfigData(
-            sub.where, f"path {path} exists in none of the {len(docs)} documents (not even its first key)"
+            sub.where,
+            f"path {path} exists in none of the {len(docs)} documents (not even its first key)",
         )
     if len(top) > 1:
         idx = ", ".join(str(i) for i, _ in top)

@@ -5,12 +5,23 @@ key order, quoting, indentation and ``---`` separators must survive; only the su
 values change. ruamel's round-trip mode does that; we guess the indentation from the text
 and keep a replaced string's quoting style. Input is first loaded with
 :mod:`function.yamlio`'s caps (size, alias expansion) before the round-trip parse.
+
+Two rules for what other tools read back:
+
+* a file whose content is JSON is written back as JSON (2-space indentation, key order kept),
+  as upstream did (ocm ``api/utils/subst/subst.go``: the format is chosen by content, so YAML
+  in a ``.json`` file stays YAML);
+* every string written is quoted when a YAML 1.1 reader (Helm, kubectl, sigs.k8s.io/yaml)
+  would type it differently (:func:`function.yaml11.needs_quotes`: ``no``, ``on``, ``0777``…),
+  keys of written maps included. What the author wrote is never restyled.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
+import json
 import pickle
 import re
 from dataclasses import dataclass
@@ -27,9 +38,11 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from function.configdata.memo import YAML_FILES, digest
+from function.cache import active_memos, digest
 from function.configdata.paths import get
+from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution, apply_to_documents
+from function.yaml11 import needs_quotes
 from function.yamlio import YamlError, load_all
 
 
@@ -44,13 +57,14 @@ class YamlFile:
     sequence_indent: int
     sequence_offset: int
     preamble: str = ""  # comments before a leading '---', which ruamel drops
+    json: bool = False  # the content is JSON: written back as JSON
 
 
 def _guess_indent(text: str) -> tuple[int, int, int]:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     mapping = 2
     seq_offset: int | None = None
-    for prev, cur in zip(lines, lines[1:]):
+    for prev, cur in itertools.pairwise(lines):
         p_ind = len(prev) - len(prev.lstrip())
         c_ind = len(cur) - len(cur.lstrip())
         if not prev.rstrip().endswith(":") or prev.lstrip().startswith("- "):
@@ -61,7 +75,7 @@ def _guess_indent(text: str) -> tuple[int, int, int]:
         elif c_ind > p_ind and mapping == 2:
             mapping = c_ind - p_ind
             break
-    for prev, cur in zip(lines, lines[1:]):
+    for prev, cur in itertools.pairwise(lines):
         if seq_offset is not None:
             break
         if prev.rstrip().endswith(":") and cur.lstrip().startswith("- "):
@@ -81,19 +95,24 @@ def load_file(text: bytes | str, name: str) -> YamlFile:
     """The parsed file, ready to edit in place (the caller's own copy).
 
     Round-trip parsing is the slowest thing the engine does, and a component's files do
-    not change, so the parse is memoised by content (:mod:`function.configdata.memo`); each
-    call gets a fresh copy of the documents (pickle keeps ruamel's comments and styles
-    exactly, where ``copy.deepcopy`` does not).
+    not change, so the parse is memoised by content (:mod:`function.cache`); each call
+    gets a fresh copy of the documents (pickle keeps ruamel's comments and styles exactly,
+    where ``copy.deepcopy`` does not).
     """
+    memos = active_memos()
+    if memos is None:
+        return _load_file(text, name)
     key = (digest(text), name)
-    hit = YAML_FILES.get(key)
+    hit = memos.yaml_files.get(key)
     if hit is None:
         f = _load_file(text, name)
         blob = pickle.dumps(f.docs, protocol=pickle.HIGHEST_PROTOCOL)
-        YAML_FILES.put(key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300)
+        memos.yaml_files.put(
+            key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300
+        )
         return f
     template, blob = hit
-    return dataclasses.replace(template, docs=pickle.loads(blob))
+    return dataclasses.replace(template, docs=pickle.loads(blob))  # noqa: S301 - our own pickle
 
 
 def _load_file(text: bytes | str, name: str) -> YamlFile:
@@ -101,18 +120,37 @@ def _load_file(text: bytes | str, name: str) -> YamlFile:
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     try:
-        docs = [d for d in _rt().load_all(io.StringIO(text))]
+        docs = list(_rt().load_all(io.StringIO(text)))
     except YAMLError as e:  # pragma: no cover - load_all above already parsed it
         raise YamlError(name, f"is not valid YAML: {type(e).__name__}") from None
     docs = [d for d in docs if d is not None]
     if not docs:
-        docs = [CommentedMap()]  # an empty file is an empty map, as yq treats it (values.yaml may be empty)
+        docs = [
+            CommentedMap()
+        ]  # an empty file is an empty map, as yq treats it (values.yaml may be empty)
     lead = re.match(r"\A((?:[ \t]*#[^\n]*\n|[ \t]*\n)*)---", text)
     m, s, o = _guess_indent(text)
-    return YamlFile(name, docs, bool(lead), m, s, o, lead.group(1) if lead else "")
+    return YamlFile(name, docs, bool(lead), m, s, o, lead.group(1) if lead else "", _is_json(text))
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN / Infinity are not JSON (Python's json would accept them)
+
+
+def _is_json(text: str) -> bool:
+    """Is the whole content one JSON value? (upstream: yq's JSON decoder succeeds on it)."""
+    if not text.strip() or text.lstrip()[0] not in '{["-0123456789tfn':
+        return False
+    try:
+        json.loads(text, parse_constant=_refuse_constant)
+    except ValueError:
+        return False
+    return True
 
 
 def dump_file(f: YamlFile) -> str:
+    if f.json:
+        return json.dumps(plain(f.docs[0]), indent=2, ensure_ascii=False) + "\n"
     y = _rt()
     y.indent(mapping=f.mapping_indent, sequence=f.sequence_indent, offset=f.sequence_offset)
     y.explicit_start = f.explicit_start
@@ -130,20 +168,33 @@ _UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")
 
 
 def _styled(old: Any, new: Any) -> Any:
-    """Keep the quoting of a replaced string scalar; turn plain containers into round-trip ones."""
+    """Keep the quoting of a replaced string scalar; quote what YAML 1.1 readers would retype;
+    turn plain containers into round-trip ones.
+    """
     if isinstance(new, str) and not isinstance(new, ScalarString):
         if any(c in new for c in _UNICODE_BREAKS):
-            return DoubleQuotedScalarString(new)  # ruamel mangles these in plain/single-quoted style
-        for style in (DoubleQuotedScalarString, SingleQuotedScalarString, LiteralScalarString, FoldedScalarString):
-            if isinstance(old, style) and (style not in (LiteralScalarString, FoldedScalarString) or "\n" in new):
+            return DoubleQuotedScalarString(
+                new
+            )  # ruamel mangles these in plain/single-quoted style
+        for style in (
+            DoubleQuotedScalarString,
+            SingleQuotedScalarString,
+            LiteralScalarString,
+            FoldedScalarString,
+        ):
+            if isinstance(old, style) and (
+                style not in (LiteralScalarString, FoldedScalarString) or "\n" in new
+            ):
                 return style(new)
         if len(new) > 1 and new[0] in "?:" and new[1] not in " \t":
             # ruamel writes '?0' / ':0' plain, which its own parser refuses inside flow collections
             return DoubleQuotedScalarString(new)
+        if needs_quotes(new):
+            return SingleQuotedScalarString(new)  # a plain `no` is false to Helm and kubectl
     if isinstance(new, dict):
         m = CommentedMap()
         for k, v in new.items():
-            m[k] = _styled(None, v)
+            m[_styled(None, k) if isinstance(k, str) else k] = _styled(None, v)
         return m
     if isinstance(new, list):
         return CommentedSeq([_styled(None, v) for v in new])
@@ -156,8 +207,10 @@ def apply(f: YamlFile, sub: Substitution) -> Change:
     change = apply_to_documents(f.docs, sub, make_map=CommentedMap)
     styled = _styled(change.old, sub.value)
     if styled is not sub.value:
-        parent = get(f.docs[change.document], type(sub.path)(sub.path.steps[:-1])) if len(sub.path) > 1 else (
-            f.docs[change.document]
+        parent = (
+            get(f.docs[change.document], type(sub.path)(sub.path.steps[:-1]))
+            if len(sub.path) > 1
+            else (f.docs[change.document])
         )
         parent[sub.path.steps[-1]] = styled
     return change

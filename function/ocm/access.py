@@ -17,12 +17,26 @@ check) the first bytes of a blob that the caller already fetched.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any, Literal
 
-from function.errors import ComponentError
+from function.errors import ComponentError, SackError
+from function.ocm.imageref import BadReference, ImageRef, parse_reference
+from function.ocm.layout import (
+    DIGEST_RE,
+    FLUX_CONTENT_LAYER,
+    HELM_CHART_LAYER,
+    MANIFEST_TYPES,
+    SHA256_RE,
+    TAR_GZIP,
+    TAR_PLAIN,
+    bare,
+    is_manifest_media_type,
+)
 from function.ocm.model import ComponentVersion, Repository, Resource
+from function.ocm.source import resource_key
 
 # Normalised access kinds.
 OCI_ARTIFACT = "ociArtifact"
@@ -38,38 +52,19 @@ _ACCESS_ALIASES = {
     "ociblob": OCI_BLOB,
 }
 
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_MANIFEST_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
-MANIFEST_MEDIA_TYPES = frozenset({OCI_MANIFEST, DOCKER_MANIFEST})
-INDEX_MEDIA_TYPES = frozenset({OCI_INDEX, DOCKER_MANIFEST_LIST})
-
-HELM_CHART_LAYER = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
-FLUX_CONTENT_LAYER = "application/vnd.cncf.flux.content.v1.tar+gzip"
-TAR_GZIP = "application/x-tar+gzip"
-TAR_PLAIN = "application/x-tar"
 GZIP_MAGIC = b"\x1f\x8b"
 
 #: ``resource.digest`` normalisations whose value is the OCI manifest digest of the artifact.
 PINNING_NORMALISATIONS = ("genericblobdigest/v1", "ociartifactdigest/v1")
 
-DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$")
-SHA256_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
-# A conservative image reference grammar (distribution/reference): host[:port]/path[:tag][@digest].
-_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
-_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
-_TAG = r"[\w][\w.-]{0,127}"
-REFERENCE_RE = re.compile(
-    rf"^(?:(?P<host>{_HOST})/)?(?P<path>{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
-    rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+))?$"
-)
+MAX_REFERENCE_LEN = 1024
 
 Flavour = Literal["helm", "kustomize"]
 
 
 def normalize_access_type(access_type: str) -> str:
-    """``ociArtifact``, ``ociArtifact/v1``, ``OCIImage/v1``, ``ociRegistry``, ``ociImage`` → ``ociArtifact``;
+    """``ociArtifact``, ``ociArtifact/v1``, ``OCIImage/v1``, ``ociRegistry``, ``ociImage`` →
+    ``ociArtifact``;
     ``localBlob``, ``LocalBlob/v1`` → ``localBlob``; ``OCIImageLayer``/``ociBlob`` → ``ociBlob``.
 
     Case-insensitive, version suffix ``/v1`` stripped. Unknown types come back as given (minus
@@ -81,65 +76,29 @@ def normalize_access_type(access_type: str) -> str:
     return _ACCESS_ALIASES.get(base.lower(), base)
 
 
-def is_manifest_media_type(media_type: str | None) -> bool:
-    """True for OCI/Docker image manifests and indexes (stored under ``/manifests/``, not ``/blobs/``)."""
-    return _bare(media_type) in MANIFEST_MEDIA_TYPES | INDEX_MEDIA_TYPES
-
-
-def _bare(media_type: str | None) -> str:
-    return (media_type or "").split(";", 1)[0].strip().lower()
-
-
-@dataclass(frozen=True)
-class ImageReference:
-    """A parsed OCI reference; ``scheme`` is ``http``/``https`` when the access spelled one."""
-
-    host: str
-    path: str
-    tag: str | None = None
-    digest: str | None = None
-    scheme: str | None = None
-
-    @property
-    def name(self) -> str:
-        """``host/path`` (the repository, no tag, no digest)."""
-        return f"{self.host}/{self.path}" if self.host else self.path
-
-    def with_tag_and_digest(self) -> str:
-        out = self.name
-        if self.tag:
-            out += f":{self.tag}"
-        if self.digest:
-            out += f"@{self.digest}"
-        return out
-
-
-def parse_image_reference(text: Any, where: str) -> ImageReference:
-    """Parse ``[http(s)://]host/path[:tag][@digest]``; the scheme only says how to talk to the registry."""
+def parse_image_reference(text: Any, where: str) -> ImageRef:
+    """Parse an access's ``[http(s)://]host/path[:tag][@digest]`` with the one reference grammar
+    (:mod:`function.ocm.imageref`); the scheme only says how to talk to the registry.
+    """
     if not isinstance(text, str) or not text.strip():
         raise ComponentError(where, "access.imageReference: missing")
     ref = text.strip()
-    scheme = None
+    scheme = ""
     low = ref.lower()
     for s in ("http://", "https://"):
         if low.startswith(s):
             scheme = s[:-3]
-            ref = ref[len(s):]
+            ref = ref[len(s) :]
             break
-    m = REFERENCE_RE.match(ref) if len(ref) <= 1024 else None
-    if not m:
-        raise ComponentError(where, f"access.imageReference: {text[:200]!r} is not a valid OCI reference")
-    host = m.group("host") or ""
-    path = m.group("path")
-    # "name:tag" without a registry: the regex may have read the first path part as a host.
-    if host and not _is_host(host):
-        path = f"{host}/{path}"
-        host = ""
-    return ImageReference(host=host, path=path, tag=m.group("tag"), digest=m.group("digest"), scheme=scheme)
-
-
-def _is_host(part: str) -> bool:
-    return "." in part or ":" in part or part == "localhost" or part.startswith("[")
+    try:
+        if len(ref) > MAX_REFERENCE_LEN:
+            raise BadReference(where, f"longer than {MAX_REFERENCE_LEN} characters")
+        parsed = parse_reference(ref, where=where)
+    except BadReference:
+        raise ComponentError(
+            where, f"access.imageReference: {text[:200]!r} is not a valid OCI reference"
+        ) from None
+    return replace(parsed, scheme=scheme)
 
 
 def _where(cv: ComponentVersion, resource: Resource) -> str:
@@ -157,8 +116,10 @@ def _require_repository(cv: ComponentVersion, where: str) -> Repository:
     if cv.repository is None:
         raise ComponentError(
             where,
-            "the component was read from local storage with no registry address, so the cluster has nowhere "
-            "to pull this localBlob from: read the component from (or map it to) a registry, e.g. pass the "
+            "the component was read from local storage with no registry address, so the cluster "
+            "has nowhere "
+            "to pull this localBlob from: read the component from (or map it to) a registry, "
+            "e.g. pass the "
             "registry the CTF will be transferred to",
         )
     return cv.repository
@@ -189,8 +150,10 @@ def _pin_digest(resource: Resource, where: str) -> str | None:
     return oci
 
 
-def _check_consistent(ref: ImageReference, resource: Resource, where: str) -> None:
-    """An ``ociArtifactDigest/v1`` digest *is* the manifest digest: it must agree with the reference."""
+def _check_consistent(ref: ImageRef, resource: Resource, where: str) -> None:
+    """An ``ociArtifactDigest/v1`` digest *is* the manifest digest: it must agree with the
+    reference.
+    """
     d = resource.digest
     if ref.digest and d is not None and d.normalisation_algorithm.lower() == "ociartifactdigest/v1":
         pinned = _pin_digest(resource, where)
@@ -201,10 +164,13 @@ def _check_consistent(ref: ImageReference, resource: Resource, where: str) -> No
             )
 
 
-# --------------------------------------------------------------------------- §2 localized references
+# --------------------------------------------------------------------------- §2 localized
+# references
 
 
-def localized_reference(cv: ComponentVersion, resource: Resource, *, allow_unpinned: bool = False) -> str:
+def localized_reference(
+    cv: ComponentVersion, resource: Resource, *, allow_unpinned: bool = False
+) -> str:
     """The image reference a cluster pulls for ``resource`` (packaging.md §2).
 
     Returns ``host/path:tag@sha256:D`` (tag kept when the access names one; the ConfigData
@@ -212,12 +178,61 @@ def localized_reference(cv: ComponentVersion, resource: Resource, *, allow_unpin
     the component as a localBlob. A reference with no digest at all is refused unless
     ``allow_unpinned`` (policy downgrades it to a Warning); then the tag reference is returned.
     """
-    return _localized(cv, resource, resource.access, allow_unpinned=allow_unpinned, depth=0)
+    return _localized(cv, resource, resource.access, allow_unpinned=allow_unpinned, depth=0)[1]
+
+
+@dataclass(frozen=True)
+class LocalizedImage:
+    """One resource's image reference, resolved once per request: the access's own reference
+    as parsed (``original``; None for an image copied in as a localBlob), the localized
+    reference (:func:`localized_reference`) and that reference parsed (``parsed``: the values
+    ConfigData rules receive). ``error`` says why a resource has none; it is raised only where
+    the reference is needed (an image in status, a localization rule naming the resource).
+    """
+
+    resource: Resource
+    original: ImageRef | None = None
+    reference: str = ""
+    parsed: ImageRef | None = None
+    error: SackError | None = None
+
+    def require(self) -> ImageRef:
+        """The parsed localized reference, or the error that prevented it."""
+        if self.error is not None:
+            raise self.error
+        if self.parsed is None:
+            raise ComponentError(self.resource.describe(), "has no localized image reference")
+        return self.parsed
+
+
+#: :func:`function.ocm.source.resource_key` -> the resource's :class:`LocalizedImage`.
+ImageTable = Mapping[str, LocalizedImage]
+
+
+def image_table(cv: ComponentVersion, *, allow_unpinned: bool = False) -> ImageTable:
+    """Every resource's localized image reference, parsed once (the one place references are
+    parsed for a request); the core puts it in status and hands it to the ConfigData engine.
+    """
+    table: dict[str, LocalizedImage] = {}
+    for r in cv.descriptor.resources:
+        try:
+            original, text = _localized(cv, r, r.access, allow_unpinned=allow_unpinned, depth=0)
+            parsed = parse_reference(text, where=f"{_where(cv, r)} (localized reference)")
+            entry = LocalizedImage(r, original, text, parsed)
+        except SackError as e:
+            entry = LocalizedImage(r, error=e)
+        table[resource_key(r)] = entry
+    return MappingProxyType(table)
 
 
 def _localized(
-    cv: ComponentVersion, resource: Resource, access: Mapping[str, Any], *, allow_unpinned: bool, depth: int
-) -> str:
+    cv: ComponentVersion,
+    resource: Resource,
+    access: Mapping[str, Any],
+    *,
+    allow_unpinned: bool,
+    depth: int,
+) -> tuple[ImageRef | None, str]:
     where = _where(cv, resource)
     raw, kind = _access_type(resource, access)
     if kind == OCI_ARTIFACT:
@@ -225,36 +240,45 @@ def _localized(
         _check_consistent(ref, resource, where)
         digest = ref.digest or _pin_digest(resource, where)
         if digest:
-            return ImageReference(ref.host, ref.path, ref.tag, digest).with_tag_and_digest()
+            return ref, replace(ref, digest=digest).written()
         if allow_unpinned:
-            return ref.with_tag_and_digest()
+            return ref, ref.written()
         raise ComponentError(
             where,
-            f"access {raw}: image reference {ref.name}{':' + ref.tag if ref.tag else ''} has no digest and the "
-            "resource has no SHA-256 digest to pin it with; refusing a mutable tag",
+            f"access {raw}: image reference "
+            f"{ref.written_repository}{':' + ref.tag if ref.tag else ''} has no "
+            "digest and the resource has no SHA-256 digest to pin it with; refusing a mutable tag",
         )
     if kind == OCI_BLOB and depth > 0:
         ref_text = access.get("ref")
         digest = access.get("digest")
-        if not isinstance(ref_text, str) or not isinstance(digest, str) or not DIGEST_RE.match(digest):
+        if (
+            not isinstance(ref_text, str)
+            or not isinstance(digest, str)
+            or not DIGEST_RE.match(digest)
+        ):
             raise ComponentError(where, f"access {raw}: needs ref and digest")
         ref = parse_image_reference(ref_text, where)
-        return f"{ref.name}@{digest}"
+        return ref, f"{ref.written_repository}@{digest}"
     if kind == LOCAL_BLOB:
         global_access = access.get("globalAccess")
         if isinstance(global_access, Mapping) and global_access.get("type") and depth == 0:
-            return _localized(cv, resource, global_access, allow_unpinned=allow_unpinned, depth=depth + 1)
+            return _localized(
+                cv, resource, global_access, allow_unpinned=allow_unpinned, depth=depth + 1
+            )
         media_type = access.get("mediaType")
         if is_manifest_media_type(media_type):
             local_ref = _local_reference(access, where)
             repo = _require_repository(cv, where)
-            return f"{repo.component_repo(cv.name)}@{local_ref}"
+            return None, f"{repo.component_repo(cv.name)}@{local_ref}"
         raise ComponentError(
             where,
             f"access {raw} with mediaType {str(media_type)[:100]!r} is a plain blob, not an image: "
             "it has no image reference a cluster could pull",
         )
-    raise ComponentError(where, f"access type {raw[:100]!r} has no image reference this function can localize")
+    raise ComponentError(
+        where, f"access type {raw[:100]!r} has no image reference this function can localize"
+    )
 
 
 # --------------------------------------------------------------------------- §3 Flux sources
@@ -300,8 +324,8 @@ def flux_source(
     if kind == OCI_ARTIFACT:
         return _flux_from_reference(resource, access, flavour, where)
     if kind == LOCAL_BLOB:
-        media_type = _bare(access.get("mediaType"))
-        if media_type in MANIFEST_MEDIA_TYPES:
+        media_type = bare(access.get("mediaType"))
+        if media_type in MANIFEST_TYPES:
             local_ref = _local_reference(access, where)
             repo = _require_repository(cv, where)
             return FluxSource(
@@ -312,12 +336,12 @@ def flux_source(
                 plain_http_host=repo.host,
             )
         if flavour == "kustomize" and media_type == TAR_GZIP:
-            return _kustomize_tgz(cv, resource, access, where, blob_head)
+            return _kustomize_tgz(cv, access, where, blob_head)
         if flavour == "kustomize" and media_type == TAR_PLAIN:
             raise ComponentError(
                 where,
                 "Kustomize content is a plain tar (application/x-tar), which Flux cannot extract "
-                "(\"requires gzip-compressed body\"): add `compress: true` to the `dir` input in the "
+                '("requires gzip-compressed body"): add `compress: true` to the `dir` input in the '
                 "component constructor and rebuild the component version",
             )
         raise ComponentError(
@@ -327,7 +351,8 @@ def flux_source(
         )
     raise ComponentError(
         where,
-        f"access type {raw[:100]!r} cannot serve as a {'Helm chart' if flavour == 'helm' else 'Kustomize'} "
+        f"access type {raw[:100]!r} cannot serve as a "
+        f"{'Helm chart' if flavour == 'helm' else 'Kustomize'} "
         "source for Flux",
     )
 
@@ -341,13 +366,16 @@ def _flux_from_reference(
     if not digest:
         raise ComponentError(
             where,
-            f"access imageReference {ref.name} has no digest and the resource has no SHA-256 digest: "
-            "a Flux source must be pinned by digest, never by tag",
+            f"access imageReference {ref.written_repository} has no digest and the resource has "
+            "no SHA-256 "
+            "digest: a Flux source must be pinned by digest, never by tag",
         )
     if not ref.host:
-        raise ComponentError(where, f"access imageReference {ref.name} names no registry host")
+        raise ComponentError(
+            where, f"access imageReference {ref.written_repository} names no registry host"
+        )
     return FluxSource(
-        url=f"oci://{ref.name}",
+        url=f"oci://{ref.written_repository}",
         digest=digest,
         layer_media_type=HELM_CHART_LAYER if flavour == "helm" else FLUX_CONTENT_LAYER,
         layer_operation="copy" if flavour == "helm" else "extract",
@@ -356,24 +384,33 @@ def _flux_from_reference(
 
 
 def _kustomize_tgz(
-    cv: ComponentVersion, resource: Resource, access: Mapping[str, Any], where: str, blob_head: bytes | None
+    cv: ComponentVersion,
+    access: Mapping[str, Any],
+    where: str,
+    blob_head: bytes | None,
 ) -> FluxSource:
     local_ref = _local_reference(access, where)
     repo = _require_repository(cv, where)
     if not cv.descriptor_digest or not DIGEST_RE.match(cv.descriptor_digest):
-        raise ComponentError(where, "the descriptor manifest digest is unknown, so the Flux source cannot be pinned")
+        raise ComponentError(
+            where, "the descriptor manifest digest is unknown, so the Flux source cannot be pinned"
+        )
     if not cv.layers:
         raise ComponentError(
             where,
-            "the descriptor manifest's layers are unknown (a plain directory source?), so the uniqueness of the "
-            f"{TAR_GZIP} layer Flux selects cannot be checked: read the component from a registry or a CTF",
+            "the descriptor manifest's layers are unknown (a plain directory source?), so the "
+            "uniqueness of the "
+            f"{TAR_GZIP} layer Flux selects cannot be checked: read the component from a "
+            "registry or a CTF",
         )
-    same = [layer for layer in cv.layers if _bare(layer.media_type) == TAR_GZIP]
+    same = [layer for layer in cv.layers if bare(layer.media_type) == TAR_GZIP]
     if len(same) != 1:
         raise ComponentError(
             where,
-            f"the descriptor manifest has {len(same)} layers of media type {TAR_GZIP}; Flux selects layers by "
-            "media type and would silently take the first, so exactly one Kustomize tar.gz per component "
+            f"the descriptor manifest has {len(same)} layers of media type {TAR_GZIP}; Flux "
+            "selects layers by "
+            "media type and would silently take the first, so exactly one Kustomize tar.gz per "
+            "component "
             "version is supported",
         )
     if same[0].digest != local_ref:
@@ -385,7 +422,8 @@ def _kustomize_tgz(
     if blob_head is not None and not blob_head.startswith(GZIP_MAGIC):
         raise ComponentError(
             where,
-            f"the blob declared {TAR_GZIP} does not start with the gzip magic bytes 1f 8b; Flux would fail "
+            f"the blob declared {TAR_GZIP} does not start with the gzip magic bytes 1f 8b; Flux "
+            "would fail "
             "to extract it",
         )
     return FluxSource(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import tarfile
 import zlib
+from collections.abc import Callable, Iterator
 
 from function.errors import ComponentError
 
@@ -48,7 +49,9 @@ def gunzip_capped(data: bytes, where: str, *, max_bytes: int) -> bytes:
                 out += chunk
                 if len(out) > max_bytes:
                     raise ComponentError(
-                        where, f"archive expands to more than {max_bytes} bytes when decompressed (gzip bomb?)"
+                        where,
+                        f"archive expands to more than {max_bytes} bytes when decompressed (gzip "
+                        "bomb?)",
                     )
                 buf = d.unconsumed_tail
                 if d.eof or (not buf and not chunk):
@@ -78,6 +81,45 @@ def _normalise(name: str, where: str) -> str | None:
     return "/".join(parts) or None
 
 
+def tar_entries(
+    raw: bytes, where: str, *, what: str, max_entries: int
+) -> Iterator[tuple[tarfile.TarInfo, Callable[[], bytes]]]:
+    """The one walk over an (uncompressed) tar: ``(member, read)`` per entry, refusing past
+    ``max_entries`` and on a bad header; ``read()`` returns the member's bytes, refusing a
+    truncated one. ``what`` names the archive in errors (``archive``, ``component descriptor tar``).
+    """
+    try:
+        tf = tarfile.open(fileobj=io.BytesIO(raw), mode="r:")
+    except (tarfile.TarError, EOFError, ValueError, OverflowError):
+        raise ComponentError(where, f"{what} is not a valid tar archive") from None
+    count = 0
+    with tf:
+        while True:
+            try:
+                member = tf.next()
+            except (tarfile.TarError, EOFError, ValueError, OverflowError):
+                raise ComponentError(where, f"{what} is corrupt (bad tar header)") from None
+            if member is None:
+                return
+            count += 1
+            if count > max_entries:
+                raise ComponentError(where, f"{what} has more than {max_entries} entries")
+
+            def read(m: tarfile.TarInfo = member) -> bytes:
+                try:
+                    fh = tf.extractfile(m)
+                    content = fh.read() if fh is not None else b""
+                except (tarfile.TarError, EOFError, ValueError, OSError):
+                    raise ComponentError(
+                        where, f"{what} entry {m.name[:120]!r} is truncated"
+                    ) from None
+                if len(content) != m.size:
+                    raise ComponentError(where, f"{what} entry {m.name[:120]!r} is truncated")
+                return content
+
+            yield member, read
+
+
 def extract_archive(
     data: bytes,
     where: str,
@@ -93,59 +135,48 @@ def extract_archive(
     tar (for media types that promise gzip).
     """
     if is_gzip(data):
-        raw = gunzip_capped(data, where, max_bytes=max_total_bytes + _TAR_OVERHEAD_PER_ENTRY * (max_entries + 2))
+        raw = gunzip_capped(
+            data, where, max_bytes=max_total_bytes + _TAR_OVERHEAD_PER_ENTRY * (max_entries + 2)
+        )
     elif require_gzip:
-        raise ComponentError(where, "archive is declared gzip-compressed but does not start with the gzip magic 1f 8b")
+        raise ComponentError(
+            where,
+            "archive is declared gzip-compressed but does not start with the gzip magic 1f 8b",
+        )
     else:
         raw = data
-    try:
-        tf = tarfile.open(fileobj=io.BytesIO(raw), mode="r:")
-    except (tarfile.TarError, EOFError, ValueError, OverflowError):
-        raise ComponentError(where, "archive is not a valid tar archive") from None
     files: dict[str, bytes] = {}
     total = 0
-    count = 0
-    with tf:
-        while True:
-            try:
-                member = tf.next()
-            except (tarfile.TarError, EOFError, ValueError, OverflowError):
-                raise ComponentError(where, "archive is corrupt (bad tar header)") from None
-            if member is None:
-                break
-            count += 1
-            if count > max_entries:
-                raise ComponentError(where, f"archive has more than {max_entries} entries")
-            shown = member.name[:120]
-            path = _normalise(member.name, where)
-            if member.issym() or member.islnk():
-                kind = "symlink" if member.issym() else "hardlink"
-                raise ComponentError(where, f"archive entry {shown!r}: {kind} refused")
-            if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
-                raise ComponentError(where, f"archive entry {shown!r}: device or FIFO refused")
-            if member.isdir():
-                continue
-            if not member.isfile():
-                raise ComponentError(where, f"archive entry {shown!r}: unsupported entry type {member.type!r}")
-            if path is None:
-                raise ComponentError(where, f"archive entry {shown!r}: a file without a name")
-            if member.size > max_file_bytes:
-                raise ComponentError(
-                    where, f"archive entry {shown!r} is {member.size} bytes, more than the {max_file_bytes} byte limit"
-                )
-            total += member.size
-            if total > max_total_bytes:
-                raise ComponentError(where, f"archive content is more than {max_total_bytes} bytes in total")
-            if path in files:
-                raise ComponentError(where, f"archive entry {shown!r}: duplicate path {path!r}")
-            try:
-                fh = tf.extractfile(member)
-                content = fh.read() if fh is not None else b""
-            except (tarfile.TarError, EOFError, ValueError, OSError):
-                raise ComponentError(where, f"archive entry {shown!r} is truncated") from None
-            if len(content) != member.size:
-                raise ComponentError(where, f"archive entry {shown!r} is truncated")
-            files[path] = content
+    for member, read in tar_entries(raw, where, what="archive", max_entries=max_entries):
+        shown = member.name[:120]
+        path = _normalise(member.name, where)
+        if member.issym() or member.islnk():
+            kind = "symlink" if member.issym() else "hardlink"
+            raise ComponentError(where, f"archive entry {shown!r}: {kind} refused")
+        if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
+            raise ComponentError(where, f"archive entry {shown!r}: device or FIFO refused")
+        if member.isdir():
+            continue
+        if not member.isfile():
+            raise ComponentError(
+                where, f"archive entry {shown!r}: unsupported entry type {member.type!r}"
+            )
+        if path is None:
+            raise ComponentError(where, f"archive entry {shown!r}: a file without a name")
+        if member.size > max_file_bytes:
+            raise ComponentError(
+                where,
+                f"archive entry {shown!r} is {member.size} bytes, more than the {max_file_bytes} "
+                "byte limit",
+            )
+        total += member.size
+        if total > max_total_bytes:
+            raise ComponentError(
+                where, f"archive content is more than {max_total_bytes} bytes in total"
+            )
+        if path in files:
+            raise ComponentError(where, f"archive entry {shown!r}: duplicate path {path!r}")
+        files[path] = read()
     return files
 
 
@@ -159,7 +190,9 @@ def helm_chart_files(tgz: bytes, where: str, **caps: int) -> dict[str, bytes]:
     tops = {p.split("/", 1)[0] for p in files}
     if len(tops) != 1 or any("/" not in p for p in files):
         raise ComponentError(
-            where, f"Helm chart archive must hold exactly one top directory, found {', '.join(sorted(tops))[:200] or 'none'}"
+            where,
+            "Helm chart archive must hold exactly one top directory, found "
+            f"{', '.join(sorted(tops))[:200] or 'none'}",
         )
     top = tops.pop()
     stripped = {p.split("/", 1)[1]: b for p, b in files.items()}

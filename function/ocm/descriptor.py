@@ -13,14 +13,14 @@ component author has to find it in a file they did not hand-write.
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import tarfile
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from function.errors import ComponentError, SackError
+from function.ocm.archive import tar_entries
 from function.ocm.model import Descriptor, Digest, Resource
 from function.yamlio import check_expansion, load_one
 
@@ -55,7 +55,9 @@ def parse_descriptor(data: bytes, media_type: str | None, where: str) -> Descrip
     """
     if len(data) > MAX_DESCRIPTOR_BYTES:
         raise ComponentError(
-            where, f"component descriptor is {len(data)} bytes, more than the {MAX_DESCRIPTOR_BYTES} byte limit"
+            where,
+            f"component descriptor is {len(data)} bytes, more than the {MAX_DESCRIPTOR_BYTES} "
+            "byte limit",
         )
     mt = (media_type or "").strip().lower()
     if mt.endswith("+tar") or (not mt and _looks_like_tar(data)):
@@ -79,7 +81,9 @@ def descriptor_from_mapping(doc: Any, where: str) -> Descriptor:
         )
     schema = meta.get("schemaVersion", meta.get("configuredSchemaVersion"))
     if schema != "v2":
-        raise ComponentError(where, f"meta.schemaVersion: unsupported schema version {schema!r} (supported: v2)")
+        raise ComponentError(
+            where, f"meta.schemaVersion: unsupported schema version {schema!r} (supported: v2)"
+        )
     return _parse_v2(doc, where)
 
 
@@ -95,7 +99,9 @@ def _decode(data: bytes, mt: str, where: str) -> Any:
         try:
             doc = json.loads(data)
         except (ValueError, UnicodeDecodeError) as e:
-            raise ComponentError(where, f"component descriptor is not valid JSON ({type(e).__name__})") from None
+            raise ComponentError(
+                where, f"component descriptor is not valid JSON ({type(e).__name__})"
+            ) from None
         except RecursionError:
             raise ComponentError(where, "component descriptor nests too deeply") from None
         try:
@@ -111,44 +117,24 @@ def _decode(data: bytes, mt: str, where: str) -> Any:
 
 def _descriptor_from_tar(data: bytes, where: str) -> bytes:
     """The one ``component-descriptor.yaml`` of a descriptor tar, read in memory only."""
-    try:
-        tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")
-    except (tarfile.TarError, EOFError, ValueError, OverflowError):
-        raise ComponentError(where, "component descriptor tar is not a valid tar archive") from None
     found: list[bytes] = []
-    with tf:
-        count = 0
-        while True:
-            try:
-                member = tf.next()
-            except (tarfile.TarError, EOFError, ValueError, OverflowError):
-                raise ComponentError(where, "component descriptor tar is corrupt") from None
-            if member is None:
-                break
-            count += 1
-            if count > MAX_TAR_ENTRIES:
-                raise ComponentError(where, f"component descriptor tar has more than {MAX_TAR_ENTRIES} entries")
-            name = member.name
-            while name.startswith("./"):
-                name = name[2:]
-            if name != TAR_MEMBER:
-                continue
-            if not member.isfile():
-                raise ComponentError(where, f"component descriptor tar: {TAR_MEMBER} is not a regular file")
-            if member.size > MAX_DESCRIPTOR_BYTES:
-                raise ComponentError(
-                    where, f"component descriptor tar: {TAR_MEMBER} is larger than {MAX_DESCRIPTOR_BYTES} bytes"
-                )
-            fh = tf.extractfile(member)
-            if fh is None:  # pragma: no cover - isfile() guarantees a reader
-                raise ComponentError(where, f"component descriptor tar: cannot read {TAR_MEMBER}")
-            try:
-                found.append(fh.read(MAX_DESCRIPTOR_BYTES + 1))
-            except (tarfile.TarError, EOFError, ValueError, OSError):
-                raise ComponentError(where, f"component descriptor tar: {TAR_MEMBER} is truncated") from None
+    what = "component descriptor tar"
+    for member, read in tar_entries(data, where, what=what, max_entries=MAX_TAR_ENTRIES):
+        name = member.name
+        while name.startswith("./"):
+            name = name[2:]
+        if name != TAR_MEMBER:
+            continue
+        if not member.isfile():
+            raise ComponentError(where, f"{what}: {TAR_MEMBER} is not a regular file")
+        if member.size > MAX_DESCRIPTOR_BYTES:
+            raise ComponentError(
+                where, f"{what}: {TAR_MEMBER} is larger than {MAX_DESCRIPTOR_BYTES} bytes"
+            )
+        found.append(read())
     if len(found) != 1:
         raise ComponentError(
-            where, f"component descriptor tar must hold exactly one {TAR_MEMBER}, found {len(found)}"
+            where, f"{what} must hold exactly one {TAR_MEMBER}, found {len(found)}"
         )
     return found[0]
 
@@ -162,14 +148,18 @@ def _parse_v2(doc: Mapping[str, Any], where: str) -> Descriptor:
     version = _version(comp.get("version"), "component.version", where)
     provider = _provider(comp.get("provider"), "component.provider", where)
     resources = _resources(comp.get("resources"), "component.resources", where)
-    return Descriptor(name=name, version=version, provider=provider, resources=resources, raw=_freeze_top(doc))
+    return Descriptor(
+        name=name, version=version, provider=provider, resources=resources, raw=_freeze_top(doc)
+    )
 
 
 def _parse_v3(doc: Mapping[str, Any], where: str) -> Descriptor:
     api = doc.get("apiVersion")
     if api not in V3_API_VERSIONS:
         raise ComponentError(
-            where, f"apiVersion: unsupported {api!r} (supported: {', '.join(V3_API_VERSIONS)}, or meta.schemaVersion v2)"
+            where,
+            f"apiVersion: unsupported {api!r} (supported: {', '.join(V3_API_VERSIONS)}, or "
+            "meta.schemaVersion v2)",
         )
     kind = doc.get("kind")
     if kind is not None and kind != "ComponentVersion":
@@ -180,7 +170,9 @@ def _parse_v3(doc: Mapping[str, Any], where: str) -> Descriptor:
     provider = _provider(md.get("provider"), "metadata.provider", where)
     spec = _mapping(doc.get("spec"), "spec", where, required=False)
     resources = _resources(spec.get("resources"), "spec.resources", where)
-    return Descriptor(name=name, version=version, provider=provider, resources=resources, raw=_freeze_top(doc))
+    return Descriptor(
+        name=name, version=version, provider=provider, resources=resources, raw=_freeze_top(doc)
+    )
 
 
 # --------------------------------------------------------------------------- fields
@@ -191,7 +183,7 @@ def _kind(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, (int, float)):
+    if isinstance(value, int | float):
         return "a number"
     if isinstance(value, str):
         return "a string"
@@ -227,7 +219,11 @@ def _string(value: Any, path: str, where: str, *, required: bool = True) -> str:
             raise ComponentError(where, f"{path}: missing")
         return ""
     if not isinstance(value, str):
-        hint = " (quote it in YAML)" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+        hint = (
+            " (quote it in YAML)"
+            if isinstance(value, int | float) and not isinstance(value, bool)
+            else ""
+        )
         raise ComponentError(where, f"{path}: must be a string, got {_kind(value)}{hint}")
     return value
 
@@ -236,7 +232,8 @@ def _component_name(value: Any, path: str, where: str) -> str:
     name = _string(value, path, where)
     if len(name) > 255 or not COMPONENT_NAME_RE.match(name):
         raise ComponentError(
-            where, f"{path}: {name[:80]!r} is not a valid OCM component name (like acme.org/group/name)"
+            where,
+            f"{path}: {name[:80]!r} is not a valid OCM component name (like acme.org/group/name)",
         )
     return name
 
@@ -255,7 +252,9 @@ def _provider(value: Any, path: str, where: str) -> str:
 
 
 def _resources(value: Any, path: str, where: str) -> tuple[Resource, ...]:
-    return tuple(_resource(item, f"{path}[{i}]", where) for i, item in enumerate(_list(value, path, where)))
+    return tuple(
+        _resource(item, f"{path}[{i}]", where) for i, item in enumerate(_list(value, path, where))
+    )
 
 
 def _resource(item: Any, path: str, where: str) -> Resource:
@@ -265,7 +264,9 @@ def _resource(item: Any, path: str, where: str) -> Resource:
     rtype = _string(res.get("type"), f"{path}.type", where)
     relation = _string(res.get("relation"), f"{path}.relation", where, required=False) or "local"
     if relation not in RELATIONS:
-        raise ComponentError(where, f"{path}.relation: must be local or external, got {relation[:40]!r}")
+        raise ComponentError(
+            where, f"{path}.relation: must be local or external, got {relation[:40]!r}"
+        )
     access = res.get("access")
     if access is None:
         raise ComponentError(where, f"{path}.access: missing")

@@ -30,13 +30,17 @@ import re
 from pathlib import Path
 
 from function.errors import ComponentError
-from function.ocm.access import INDEX_MEDIA_TYPES, MANIFEST_MEDIA_TYPES
-from function.ocm.ctf import MAX_BLOB_BYTES, MAX_MANIFEST_BYTES, read_capped, verify_digest
-from function.ocm.descriptor import MAX_DESCRIPTOR_BYTES, MEDIA_TYPE_JSON, MEDIA_TYPE_YAML, parse_descriptor
+from function.ocm.ctf import MAX_BLOB_BYTES, read_capped
+from function.ocm.descriptor import (
+    MAX_DESCRIPTOR_BYTES,
+    MEDIA_TYPE_JSON,
+    MEDIA_TYPE_YAML,
+    parse_descriptor,
+)
+from function.ocm.layout import MAX_MANIFEST_BYTES, SHA256_RE, is_manifest_media_type, verify_digest
 from function.ocm.model import ComponentVersion, Descriptor, Repository
 
 DESCRIPTOR_FILES = ("component-descriptor.yaml", "component-descriptor.json")
-_SHA256 = re.compile(r"^sha256:([0-9a-f]{64})$")
 _NAME = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 
 
@@ -72,6 +76,10 @@ class DescriptorFileSource:
             self._cached = (descriptor, "sha256:" + hashlib.sha256(data).hexdigest())
         return self._cached
 
+    def components(self) -> list[str]:
+        """The one component the descriptor describes."""
+        return [self._load()[0].name]
+
     async def list_versions(self, component: str) -> list[str]:
         descriptor, _ = self._load()
         return [descriptor.version] if descriptor.name == component else []
@@ -81,14 +89,18 @@ class DescriptorFileSource:
         if descriptor.name != component or descriptor.version != version:
             raise ComponentError(
                 f"component {component}:{version}",
-                f"not found: {self._descriptor_path()} holds {descriptor.name}:{descriptor.version}",
+                f"not found: {self._descriptor_path()} holds "
+                f"{descriptor.name}:{descriptor.version}",
             )
-        return ComponentVersion(descriptor=descriptor, repository=self.repository, descriptor_digest=digest)
+        return ComponentVersion(
+            descriptor=descriptor, repository=self.repository, descriptor_digest=digest
+        )
 
-    async def blob(self, cv: ComponentVersion, digest: str, media_type: str) -> bytes:
+    async def blob(self, cv: ComponentVersion, digest: str, media_type: str) -> bytes:  # noqa: ARG002
         raise ComponentError(
             f"component {cv.name}:{cv.version}",
-            f"the source is a single descriptor file ({self.path}), which holds no resource content "
+            f"the source is a single descriptor file ({self.path}), which holds no resource "
+            "content "
             f"(blob {digest[:80]}): use a CTF or a component directory",
         )
 
@@ -96,7 +108,13 @@ class DescriptorFileSource:
 class DirectorySource(DescriptorFileSource):
     """A component directory: one descriptor plus ``blobs/`` (layout in the module docstring)."""
 
-    def __init__(self, path: Path, repository: Repository | None = None, *, max_blob_bytes: int = MAX_BLOB_BYTES) -> None:
+    def __init__(
+        self,
+        path: Path,
+        repository: Repository | None = None,
+        *,
+        max_blob_bytes: int = MAX_BLOB_BYTES,
+    ) -> None:
         super().__init__(path, repository)
         self.max_blob_bytes = max_blob_bytes
 
@@ -111,21 +129,31 @@ class DirectorySource(DescriptorFileSource):
 
     async def blob(self, cv: ComponentVersion, digest: str, media_type: str) -> bytes:
         where = f"component {cv.name}:{cv.version}"
-        cap = MAX_MANIFEST_BYTES if media_type.split(";")[0].strip().lower() in MANIFEST_MEDIA_TYPES | INDEX_MEDIA_TYPES else self.max_blob_bytes
+        cap = MAX_MANIFEST_BYTES if is_manifest_media_type(media_type) else self.max_blob_bytes
         blobs = self.path / "blobs"
-        m = _SHA256.match(digest)
+        m = SHA256_RE.match(digest)
         if m:
             target = blobs / f"sha256.{m.group(1)}"
-        elif _NAME.match(digest) and ".." not in digest.split("/") and not digest.startswith("sha256:"):
+        elif (
+            _NAME.match(digest)
+            and ".." not in digest.split("/")
+            and not digest.startswith("sha256:")
+        ):
             target = blobs / digest
         else:
-            raise ComponentError(where, f"localReference {digest[:100]!r} is neither a sha256 digest nor a relative file name")
+            raise ComponentError(
+                where,
+                f"localReference {digest[:100]!r} is neither a sha256 digest nor a relative file "
+                "name",
+            )
         try:
             real = target.resolve(strict=True)
         except FileNotFoundError:
             raise ComponentError(where, f"blob {digest[:100]} not found under {blobs}") from None
         except OSError as e:
-            raise ComponentError(where, f"cannot read blob {digest[:100]} ({type(e).__name__})") from None
+            raise ComponentError(
+                where, f"cannot read blob {digest[:100]} ({type(e).__name__})"
+            ) from None
         if not real.is_relative_to(blobs.resolve()):
             raise ComponentError(where, f"blob {digest[:100]} resolves outside {blobs}")
         data = read_capped(real, cap, where, f"blob {digest[:100]}", f"under {blobs}")

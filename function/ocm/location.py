@@ -13,18 +13,18 @@ descriptor file) is found by looking at the path.
 
 from __future__ import annotations
 
-import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from function.errors import ComponentError
+from function.ocm.ctf import INDEX_FILE, CtfSource
 from function.ocm.descriptor import COMPONENT_NAME_RE, VERSION_RE
+from function.ocm.directory import DESCRIPTOR_FILES, DescriptorFileSource, DirectorySource
 from function.ocm.model import Repository
-
-if TYPE_CHECKING:  # pragma: no cover
-    from function.ocm.source import ComponentSource
+from function.ocm.oci import open_registry
+from function.ocm.source import ComponentSource
 
 Kind = Literal["oci", "ctf", "dir", "descriptor"]
 
@@ -40,8 +40,7 @@ _HOST_RE = re.compile(
 )
 _PATH_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*$")
 MAX_SOURCE_LEN = 2048
-CTF_INDEX = "artifact-index.json"
-DESCRIPTOR_FILES = ("component-descriptor.yaml", "component-descriptor.json")
+CTF_INDEX = INDEX_FILE
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,8 @@ class Location:
 
 
 def parse_location(text: str, *, plain_http: bool = False) -> Location:
-    """Parse ``[TYPE::]REPO//NAME[:VERSION]``, ``oci://HOST/BASE//NAME:VERSION`` or a bare local path.
+    """Parse ``[TYPE::]REPO//NAME[:VERSION]``, ``oci://HOST/BASE//NAME:VERSION`` or a bare local
+    path.
 
     ``plain_http`` applies to forms without an ``http(s)://`` scheme (``oci://…``, ``host/base``):
     the scheme, when spelled, always wins. Raises :class:`ComponentError` for anything else.
@@ -78,17 +78,26 @@ def parse_location(text: str, *, plain_http: bool = False) -> Location:
     else:
         repo_part, component, version = body, None, None
     loc = _repository_location(typ, scheme, repo_part, text, plain_http=plain_http)
-    return Location(kind=loc.kind, repository=loc.repository, path=loc.path, component=component, version=version)
+    return Location(
+        kind=loc.kind,
+        repository=loc.repository,
+        path=loc.path,
+        component=component,
+        version=version,
+    )
 
 
 def parse_repository(text: str, *, plain_http: bool = False) -> Location:
-    """Parse an OCM *repository* (no ``//NAME``): ``oci::http://127.0.0.1:5000/source``, ``ctf::./dir``."""
+    """Parse an OCM *repository* (no ``//NAME``): ``oci::http://127.0.0.1:5000/source``,
+    ``ctf::./dir``.
+    """
     text = _check_text(text)
     typ, rest = _split_type(text)
     scheme, body = _split_scheme(rest)
     if "//" in body:
         raise ComponentError(
-            f"source {_show(text)}", "names a component (//NAME); a repository alone is expected here"
+            f"source {_show(text)}",
+            "names a component (//NAME); a repository alone is expected here",
         )
     return _repository_location(typ, scheme, body, text, plain_http=plain_http)
 
@@ -140,7 +149,8 @@ def _split_type(text: str) -> tuple[str | None, str]:
         if typ is None:
             raise ComponentError(
                 f"source {_show(text)}",
-                f"unknown repository type {head[:40]!r} (supported: oci, OCIRegistry, ctf, CommonTransportFormat)",
+                f"unknown repository type {head[:40]!r} (supported: oci, OCIRegistry, ctf, "
+                "CommonTransportFormat)",
             )
         return typ, rest
     return None, text
@@ -150,7 +160,7 @@ def _split_scheme(rest: str) -> tuple[str | None, str]:
     low = rest.lower()
     for scheme in ("http://", "https://", "oci://"):
         if low.startswith(scheme):
-            return scheme[:-3], rest[len(scheme):]
+            return scheme[:-3], rest[len(scheme) :]
     return None, rest
 
 
@@ -165,7 +175,9 @@ def _split_component(comp: str, text: str) -> tuple[str, str | None]:
     else:
         name, version = comp, None
     if not COMPONENT_NAME_RE.match(name) or len(name) > 255:
-        raise ComponentError(where, f"{name[:80]!r} is not a valid OCM component name (like acme.org/group/name)")
+        raise ComponentError(
+            where, f"{name[:80]!r} is not a valid OCM component name (like acme.org/group/name)"
+        )
     return name, version
 
 
@@ -201,13 +213,17 @@ def _repository_location(
     base = base.strip("/") if base else ""
     if not _HOST_RE.match(host):
         if "@" in host:
-            raise ComponentError(where, "credentials in a repository reference are not allowed; use pipeline credentials")
+            raise ComponentError(
+                where,
+                "credentials in a repository reference are not allowed; use pipeline credentials",
+            )
         raise ComponentError(where, f"{_redact(host[:100])!r} is not a registry host[:port]")
     if base:
         for part in base.split("/"):
             if not _PATH_COMPONENT_RE.match(part):
                 raise ComponentError(
-                    where, f"repository path segment {part[:60]!r} is not valid in an OCI repository name"
+                    where,
+                    f"repository path segment {part[:60]!r} is not valid in an OCI repository name",
                 )
     return Location(kind="oci", repository=Repository(host=host, base=base, plain_http=plain))
 
@@ -237,7 +253,7 @@ def _local_kind(path: Path, where: str) -> Kind:
 
 def open_source(
     location: Location, *, registry_repository: Repository | None = None, **oci_options: object
-) -> "ComponentSource":
+) -> ComponentSource:
     """A :class:`ComponentSource` for ``location``.
 
     ``registry_repository`` is the registry a local CTF/directory stands in for (a mirror): it
@@ -247,28 +263,15 @@ def open_source(
     (``access``, ``cache``) are passed to ``function.ocm.oci.open_registry``.
     """
     if location.kind == "ctf":
-        from function.ocm.ctf import CtfSource
-
         return CtfSource(_need_path(location), repository=registry_repository)
     if location.kind == "dir":
-        from function.ocm.directory import DirectorySource
-
         return DirectorySource(_need_path(location), repository=registry_repository)
     if location.kind == "descriptor":
-        from function.ocm.directory import DescriptorFileSource
-
         return DescriptorFileSource(_need_path(location), repository=registry_repository)
     if location.kind == "oci":
         if location.repository is None:
             raise ComponentError("source", "an oci location needs a repository")
-        try:
-            mod = importlib.import_module("function.ocm.oci")
-        except ImportError:
-            raise ComponentError("source", "OCI registry sources are not available in this build") from None
-        factory = getattr(mod, "open_registry", None) or getattr(mod, "OciSource", None)
-        if factory is None:
-            raise ComponentError("source", "OCI registry sources are not available in this build")
-        return factory(location.repository, **oci_options)
+        return open_registry(location.repository, **oci_options)  # type: ignore[arg-type]
     raise ComponentError("source", f"unknown location kind {location.kind!r}")
 
 

@@ -7,9 +7,10 @@ plain frozen dataclasses keeps the core free of I/O and makes it cheap to cache 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 # Resource types with a meaning to us (spellings as upstream uses them).
 TYPE_HELM_CHART = "helmChart"
@@ -86,12 +87,14 @@ class Repository:
 
     def component_repo(self, component: str) -> str:
         parts = [self.host] + ([self.base.strip("/")] if self.base.strip("/") else [])
-        return "/".join(parts + ["component-descriptors", component])
+        return "/".join([*parts, "component-descriptors", component])
 
     @property
     def url(self) -> str:
         scheme = "http" if self.plain_http else "https"
-        return f"{scheme}://{self.host}" + (f"/{self.base.strip('/')}" if self.base.strip("/") else "")
+        return f"{scheme}://{self.host}" + (
+            f"/{self.base.strip('/')}" if self.base.strip("/") else ""
+        )
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ an error that lists them, so the author can add the missing ``extraIdentity``.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from function.errors import ComponentError
 from function.ocm.model import Descriptor, Resource
@@ -47,15 +47,15 @@ def find_resource(
     return matches[0]
 
 
-def find_by_type(descriptor: Descriptor, rtype: str, *, where: str) -> Resource:
-    """The single resource of a type, for claims that leave the resource name out."""
-    matches = [r for r in descriptor.resources if r.type == rtype]
+def find_by_type(descriptor: Descriptor, *types: str, where: str) -> Resource:
+    """The single resource of one of ``types``, for claims that leave the resource name out."""
+    matches = [r for r in descriptor.resources if r.type in types]
     component = f"{descriptor.name}:{descriptor.version}"
     if len(matches) != 1:
         names = ", ".join(r.describe() for r in matches) or "none"
         raise ComponentError(
             where,
-            f"component {component} has {len(matches)} resources of type {rtype} ({names}); "
-            "name the one to use",
+            f"component {component} has {len(matches)} resources of type {' or '.join(types)} "
+            f"({names}); name the one to use",
         )
     return matches[0]

@@ -11,8 +11,9 @@ Every source implements :class:`ComponentSource`. Errors are :class:`function.er
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from function.ocm.model import ComponentVersion, Resource
 
@@ -30,7 +31,8 @@ class ComponentSource(Protocol):
         ...
 
     async def blob(self, cv: ComponentVersion, digest: str, media_type: str) -> bytes:
-        """Bytes stored under ``digest`` in the component's storage, digest-verified and size-capped.
+        """Bytes stored under ``digest`` in the component's storage, digest-verified and
+        size-capped.
 
         ``media_type`` decides where to look: OCI manifests and indexes are manifests (a
         registry serves them from ``/manifests/``), anything else is a blob.
@@ -47,12 +49,15 @@ class LoadedComponent:
     (Helm chart, Kustomize tar) the files inside it, keyed by path relative to the resource
     root (``values.yaml``, ``deployment.yaml``). ``blob_heads`` keeps the first bytes of a
     deployable's raw blob (for the gzip magic check of the packaging contract).
+    ``deployable`` and ``configdata`` are the resources selected for the claim (selected once,
+    before loading; the core reads them from here).
     """
 
     component: ComponentVersion
     contents: Mapping[str, Mapping[str, bytes]] = field(default_factory=dict)
     blob_heads: Mapping[str, bytes] = field(default_factory=dict)
-    resolved_from: str = ""  # "observed" when the version was read back from XR status
+    deployable: Resource | None = None
+    configdata: Resource | None = None
 
 
 def resource_key(resource: Resource) -> str:

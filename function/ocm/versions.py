@@ -46,7 +46,7 @@ class SemVer:
         pre = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in self.prerelease)
         return (self.major, self.minor, self.patch, 0 if self.prerelease else 1, pre)
 
-    def __lt__(self, other: "SemVer") -> bool:
+    def __lt__(self, other: SemVer) -> bool:
         return self._key() < other._key()
 
     @property
@@ -114,7 +114,9 @@ def _partial(text: str, where: str, constraint: str) -> tuple[list[int], tuple[s
     """Numbers given before the first wildcard, plus a pre-release (only on full versions)."""
     m = _PARTIAL.match(text)
     if not m:
-        raise ComponentError(where, f"version constraint {constraint!r}: {text[:60]!r} is not a version")
+        raise ComponentError(
+            where, f"version constraint {constraint!r}: {text[:60]!r} is not a version"
+        )
     nums: list[int] = []
     for g in m.groups()[:3]:
         if g is None or g in ("x", "X", "*"):
@@ -122,7 +124,9 @@ def _partial(text: str, where: str, constraint: str) -> tuple[list[int], tuple[s
         nums.append(int(g))
     pre = tuple(m.group(4).split(".")) if m.group(4) else ()
     if pre and len(nums) != 3:
-        raise ComponentError(where, f"version constraint {constraint!r}: a pre-release needs a full version")
+        raise ComponentError(
+            where, f"version constraint {constraint!r}: a pre-release needs a full version"
+        )
     return nums, pre
 
 
@@ -135,7 +139,9 @@ def _upper(nums: list[int]) -> SemVer:
     return _floor(nums[0], nums[1], nums[2] + 1)
 
 
-def _term(op: str, text: str, where: str, constraint: str) -> tuple[list[_Cmp], list[tuple[_Cmp, ...]], bool]:
+def _term(
+    op: str, text: str, where: str, constraint: str
+) -> tuple[list[_Cmp], list[tuple[_Cmp, ...]], bool]:
     nums, pre = _partial(text, where, constraint)
     has_pre = bool(pre)
     op = {"=>": ">=", "=<": "<=", "~>": "~", "": "=", "==": "="}.get(op, op)
@@ -190,7 +196,9 @@ def _term(op: str, text: str, where: str, constraint: str) -> tuple[list[_Cmp], 
         else:
             high = _floor(0, 0, nums[2] + 1)
         return [(">=", low), ("<", high)], [], has_pre
-    raise ComponentError(where, f"version constraint {constraint!r}: unknown operator {op!r}")  # pragma: no cover
+    raise ComponentError(
+        where, f"version constraint {constraint!r}: unknown operator {op!r}"
+    )  # pragma: no cover
 
 
 def parse_constraint(constraint: str, *, where: str) -> tuple[_Group, ...]:
@@ -198,12 +206,16 @@ def parse_constraint(constraint: str, *, where: str) -> tuple[_Group, ...]:
     if not isinstance(constraint, str) or not constraint.strip():
         raise ComponentError(where, "version constraint is empty")
     if len(constraint) > MAX_CONSTRAINT_LEN:
-        raise ComponentError(where, f"version constraint is longer than {MAX_CONSTRAINT_LEN} characters")
+        raise ComponentError(
+            where, f"version constraint is longer than {MAX_CONSTRAINT_LEN} characters"
+        )
     groups: list[_Group] = []
-    for alt in constraint.split("||"):
-        alt = alt.strip()
+    for written in constraint.split("||"):
+        alt = written.strip()
         if not alt:
-            raise ComponentError(where, f"version constraint {constraint!r}: empty alternative around '||'")
+            raise ComponentError(
+                where, f"version constraint {constraint!r}: empty alternative around '||'"
+            )
         cmps: list[_Cmp] = []
         excludes: list[tuple[_Cmp, ...]] = []
         allow_pre = False
@@ -217,7 +229,9 @@ def parse_constraint(constraint: str, *, where: str) -> tuple[_Group, ...]:
             for tok in tokens:
                 m = _TERM.match(tok)
                 if not m:
-                    raise ComponentError(where, f"version constraint {constraint!r}: cannot parse {tok[:60]!r}")
+                    raise ComponentError(
+                        where, f"version constraint {constraint!r}: cannot parse {tok[:60]!r}"
+                    )
                 terms.append((m.group(1) or "", m.group(2)))
         for op, text in terms:
             c, ex, pre = _term(op, text, where, constraint)
@@ -256,7 +270,9 @@ def pick_version(available: list[str], constraint: str, *, where: str) -> str:
         if v is not None and any(g.matches(v) for g in groups):
             candidates.append((v, tag))
     if not candidates:
-        valid = sorted(((parse_semver(t), t) for t in set(available) if parse_semver(t)), reverse=True)
+        valid = sorted(
+            ((parse_semver(t), t) for t in set(available) if parse_semver(t)), reverse=True
+        )
         shown = [t for _, t in valid[:MAX_SHOWN]]
         more = f" and {len(valid) - MAX_SHOWN} more" if len(valid) > MAX_SHOWN else ""
         ignored = len(set(available)) - len(valid)
@@ -267,3 +283,15 @@ def pick_version(available: list[str], constraint: str, *, where: str) -> str:
         )
     # Highest wins; ties (build metadata, v-prefix) broken by the tag string for determinism.
     return max(candidates, key=lambda vt: (vt[0]._key(), vt[1]))[1]
+
+
+def choose(available: tuple[str, ...], constraint: str, previous: str | None, where: str) -> str:
+    """The sticky choice: the highest match, unless ``previous`` (resolved last time) still
+    satisfies the constraint and is not older than it; a version never moves backwards.
+    """
+    picked = pick_version(list(available), constraint, where=where)
+    if previous and satisfies(previous, constraint, where=where):
+        p, n = parse_semver(previous), parse_semver(picked)
+        if p is not None and n is not None and not (p < n):
+            return previous
+    return picked

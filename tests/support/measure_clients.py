@@ -21,10 +21,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 sys.path[:0] = [str(HERE.parents[1]), str(HERE.parents[2])]
 
-from function.ocm.cache import Cache
+from function.cache import Cache
 from function.ocm.model import Repository
 from function.ocm.oci import AllowedHost, OciSource, RegistryAccess
-from function.ocm.oci.manifest import ACCEPT_MANIFESTS
+from function.ocm.layout import ACCEPT_MANIFESTS
 from support.registry import RegistryServer
 
 FIXTURES = HERE.parents[3] / "shared/fixtures/ocm-cli-v0.9.1"

@@ -279,17 +279,51 @@ def _name_problems(meta: Mapping[str, Any], namespaced: bool) -> Iterator[str]:
         yield f"metadata.namespace: set on a cluster-scoped kind ({ns!r})"
 
 
+@cache
+def _builtin_validator(api_version: str, kind: str, version: str) -> Any:
+    """kubernetes-validate's strict schema for a built-in kind, compiled once.
+
+    (``kubernetes_validate.validate`` re-reads and re-parses its multi-megabyte definitions
+    file on every call; the schemas and the validation are the library's, only the loading is
+    done once here.) None when the library has no schema for the kind.
+    """
+    import re as _re
+
+    import jsonschema
+    import kubernetes_validate.utils as kvu
+    from referencing import Registry, Resource
+
+    shipped = [v for v in kvu.all_versions() if kvu.major_minor(v) <= version]
+    schema_dir = f"v{shipped[-1]}-local-strict"
+    api = _re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        schema = kvu.schema_contents(
+            f"kubernetes-json-schema/{schema_dir}/{kind.lower()}-{api}.json", version
+        )
+    except FileNotFoundError:
+        return None
+    defs = kvu.schema_contents(f"kubernetes-json-schema/{schema_dir}/_definitions.json", version)
+    registry = Resource.from_contents(defs) @ (Resource.from_contents(schema) @ Registry())
+    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
+
+
+def _builtin_problems(doc: Mapping[str, Any], version: str) -> list[str]:
+    v = _builtin_validator(str(doc.get("apiVersion")), str(doc.get("kind")), version)
+    if v is None:
+        return [f"no schema for {doc.get('apiVersion')}, Kind={doc.get('kind')} (kubernetes-validate {version})"]
+    return [
+        f"{_fmt(e.absolute_path)}: {e.message} (kubernetes-validate {version})"
+        for e in sorted(v.iter_errors(dict(doc)), key=lambda e: list(map(str, e.absolute_path)))
+    ]
+
+
 def _metadata_problems(meta: Any, version: str) -> Iterator[str]:
     """ObjectMeta as the API server reads it: checked as a ConfigMap's metadata would be."""
-    import kubernetes_validate
-
     if meta is None:
         return
     probe = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
-    try:
-        kubernetes_validate.validate(probe, version, strict=True)
-    except kubernetes_validate.ValidationError as e:
-        yield f"metadata{_fmt(list(e.path)[1:]) if len(e.path) > 1 else ''}: {e.message}"
+    for p in _builtin_problems(probe, version):
+        yield p if p.startswith("metadata") else f"metadata: {p}"
 
 
 def is_builtin(doc: Mapping[str, Any]) -> bool:
@@ -323,8 +357,6 @@ class Validator:
 
     def problems(self, doc: Mapping[str, Any]) -> list[str]:
         """Every problem with one document, each prefixed with its kind and name."""
-        import kubernetes_validate
-
         gvk = (str(doc.get("apiVersion", "")), str(doc.get("kind", "")))
         meta = doc.get("metadata") or {}
         what = f"{gvk[1] or '?'} {meta.get('namespace', '') + '/' if meta.get('namespace') else ''}{meta.get('name', '?')}"
@@ -340,13 +372,7 @@ class Validator:
         elif gvk in self.allowed_missing:
             pass
         elif is_builtin(doc):
-            version = k8s_version()
-            try:
-                kubernetes_validate.validate(dict(doc), version, strict=True)
-            except kubernetes_validate.ValidationError as e:
-                out.append(f"{_fmt(list(e.path))}: {e.message} (kubernetes-validate {version})")
-            except kubernetes_validate.SchemaNotFoundError:
-                out.append(f"no schema for {gvk[0]}, Kind={gvk[1]} (kubernetes-validate {version})")
+            out += _builtin_problems(doc, k8s_version())
         else:
             out.append(f"no CRD/XRD for {gvk[0]}, Kind={gvk[1]}")
         return [f"{what}: {p}" for p in out]

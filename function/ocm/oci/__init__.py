@@ -15,7 +15,7 @@ Public surface:
 
 from __future__ import annotations
 
-from function.ocm.cache import Cache, default_cache
+from function.cache import Cache
 from function.ocm.model import Repository
 from function.ocm.oci.auth import Challenge, parse_www_authenticate
 from function.ocm.oci.client import RegistryClient, RegistryError
@@ -48,7 +48,6 @@ __all__ = [
     "RegistryError",
     "Repository",
     "credentials_from_request_data",
-    "default_cache",
     "open_registry",
     "parse_www_authenticate",
 ]

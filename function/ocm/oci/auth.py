@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from function.ocm.oci.config import BasicCredential
 
-_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"  # noqa: S105 - the RFC 9110 token grammar
 _PARAM = re.compile(r'\s*([!#$%&\'*+\-.^_`|~0-9A-Za-z]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^,\s"]*)\s*')
 _TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*\s*(?=,|$)")
 _SCHEME = re.compile(rf"\s*({_TOKEN})(?:\s+|$|(?=,))")

@@ -24,6 +24,7 @@ import hashlib
 import json
 import re
 import ssl
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode, urljoin, urlsplit
@@ -33,7 +34,6 @@ import httpx
 from function.ocm.oci.auth import TokenCache, basic_header, parse_www_authenticate
 from function.ocm.oci.config import AllowedHost, RegistryAccess, normalize_host
 
-_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
 USER_AGENT = "function-sack8s"
 
@@ -65,13 +65,15 @@ def _is_tls_error(exc: BaseException) -> bool:
         seen.add(id(cur))
         cur = cur.__cause__ or cur.__context__
     text = str(exc)
-    return "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in text and "certificate" in text.lower()
+    return "CERTIFICATE_VERIFY_FAILED" in text or ("SSL" in text and "certificate" in text.lower())
 
 
 class RegistryClient:
     """HTTP for one :class:`RegistryAccess`; shareable by many sources on one event loop.
 
-    ``on_request`` is called once per HTTP request actually sent (cache statistics).
+    Hooks (so the client needs no metrics or cache dependency): ``on_request()`` is called
+    once per HTTP request actually sent (cache statistics); ``on_get(seconds, ok)`` once per
+    :meth:`get`, when it ends (registry latency: auth round trips and redirects included).
     ``transport`` is for tests only (an ``httpx.AsyncBaseTransport``).
     """
 
@@ -80,9 +82,11 @@ class RegistryClient:
         access: RegistryAccess,
         on_request: Callable[[], None] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        on_get: Callable[[float, bool], None] | None = None,
     ) -> None:
         self.access = access
         self._on_request = on_request or (lambda: None)
+        self._on_get = on_get or (lambda _seconds, _ok: None)
         self._transport = transport
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._tokens = TokenCache()
@@ -98,7 +102,9 @@ class RegistryClient:
     # -- allowlist ---------------------------------------------------------------------------
 
     def check_url(self, url: str, *, previous: str | None = None) -> AllowedHost:
-        """The allowlist entry for ``url``'s host, or :class:`RegistryError`. Opens no connection."""
+        """The allowlist entry for ``url``'s host, or :class:`RegistryError`. Opens no
+        connection.
+        """
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         host = normalize_host(parts.netloc) if parts.netloc else ""
@@ -154,17 +160,24 @@ class RegistryClient:
         expected_digest: str | None = None,
         want_link: bool = False,
     ) -> tuple[Fetched, str | None]:
-        """GET ``url`` (a registry API URL for repository ``repo``), authenticated, capped, verified.
+        """GET ``url`` (a registry API URL for repository ``repo``), authenticated, capped,
+        verified.
 
         Returns the body and, with ``want_link``, the absolute URL of the ``Link: rel=next`` page.
         """
         deadline = self.access.timeout * 6
+        started = time.perf_counter()
+        ok = False
         try:
-            return await asyncio.wait_for(
+            got = await asyncio.wait_for(
                 self._get(url, repo, max_bytes, accept, expected_digest, want_link), deadline
             )
+            ok = True
+            return got
         except TimeoutError:
             raise RegistryError(f"timed out after {deadline:g}s", transient=True) from None
+        finally:
+            self._on_get(time.perf_counter() - started, ok)
 
     async def _get(self, url, repo, max_bytes, accept, expected_digest, want_link):
         origin = normalize_host(urlsplit(url).netloc)
@@ -196,7 +209,8 @@ class RegistryClient:
             raise RegistryError(f"registry error (HTTP {status})", transient=True, status=status)
         if status != 200:
             raise RegistryError(f"unexpected HTTP {status}", status=status)
-        assert body is not None
+        if body is None:  # a 200 always carries a body; this keeps the type checker honest
+            raise RegistryError("response without a body")
         actual = "sha256:" + hashlib.sha256(body).hexdigest()
         if expected_digest is not None:
             if actual != expected_digest:
@@ -247,7 +261,8 @@ class RegistryClient:
             except httpx.ConnectError as exc:
                 if _is_tls_error(exc):
                     raise RegistryError(
-                        f"TLS certificate of {entry.host} not trusted (configure a CA bundle for this host)"
+                        f"TLS certificate of {entry.host} not trusted (configure a CA bundle for "
+                        "this host)"
                     ) from None
                 raise RegistryError(f"cannot connect to {entry.host}", transient=True) from None
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
@@ -341,8 +356,4 @@ class RegistryClient:
         if not isinstance(token, str) or not token:
             raise RegistryError("token service answer has no token")
         expires = doc.get("expires_in")
-        return token, expires if isinstance(expires, (int, float)) else None
-
-
-def is_digest(value: str) -> bool:
-    return bool(_DIGEST_RE.match(value))
+        return token, expires if isinstance(expires, int | float) else None

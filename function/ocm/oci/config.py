@@ -53,7 +53,9 @@ class BasicCredential:
 
 @dataclass(frozen=True)
 class CredentialSet:
-    """Credentials by registry host; ``default`` (a Secret with bare ``username``/``password``) fits any host."""
+    """Credentials by registry host; ``default`` (a Secret with bare ``username``/``password``) fits
+    any host.
+    """
 
     by_host: Mapping[str, BasicCredential] = field(default_factory=dict)
     default: BasicCredential | None = None
@@ -77,13 +79,14 @@ class CredentialSet:
 
 def _text(data: Mapping[str, bytes | str], key: str) -> str:
     v = data[key]
-    return v.decode("utf-8") if isinstance(v, (bytes, bytearray)) else str(v)
+    return v.decode("utf-8") if isinstance(v, bytes | bytearray) else str(v)
 
 
 def credentials_from_request_data(
     data: Mapping[str, bytes | str], *, where: str = "credentials"
 ) -> CredentialSet:
-    """A credential Secret's ``data`` (``req.credentials[name].credential_data.data``) -> :class:`CredentialSet`.
+    """A credential Secret's ``data`` (``req.credentials[name].credential_data.data``) ->
+    :class:`CredentialSet`.
 
     Accepted shapes, as Crossplane hands them over (values are the decoded Secret bytes):
 

@@ -2,14 +2,12 @@
 
 Reads exactly what the OCM CLI v0.9.x writes (FACTS.md §3–§5, packaging.md §1, §4):
 
-1. ``GET /v2/REPO/manifests/<tag>`` (``+`` -> ``.build-``) with every manifest/index type in
-   ``Accept``; an index's descriptor manifest is the child with the OCM ``artifactType``; a
-   tag on a plain manifest is itself the descriptor manifest;
-2. the descriptor manifest's config names ``componentDescriptorLayer``; that layer is parsed
-   by :func:`function.ocm.descriptor.parse_descriptor`;
-3. the result records the *descriptor manifest* digest and its layers.
+``GET /v2/REPO/manifests/<tag>`` (``+`` -> ``.build-``) with every manifest/index type in
+``Accept`` resolves the tag; from there :func:`function.ocm.layout.walk` (the walk every
+storage shares) reads the layout through ``/manifests/`` and ``/blobs/`` by digest; the
+result records the *descriptor manifest* digest and its layers.
 
-Everything fetched by digest is cached for good (:class:`function.ocm.cache.Cache`), tag
+Everything fetched by digest is cached for good (:class:`function.cache.Cache`), tag
 lists and tag resolutions for the cache's TTL. Every failure is one
 :class:`~function.errors.ComponentError` (or :class:`~function.errors.SourceUnavailable` when
 transient) naming component, version, registry and what failed.
@@ -20,39 +18,31 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Self
 
+from function.cache import Cache
 from function.errors import ComponentError, SourceUnavailable
-from function.ocm.cache import Cache, default_cache
-from function.ocm.descriptor import parse_descriptor
-from function.ocm.model import ComponentVersion, Layer, Repository
-from function.ocm.oci.client import Fetched, RegistryClient, RegistryError, is_digest
-from function.ocm.oci.config import AllowedHost, RegistryAccess, normalize_host
-from function.ocm.oci.manifest import (
+from function.ocm.layout import (
     ACCEPT_MANIFESTS,
-    ARTIFACT_TYPE_DESCRIPTOR,
-    COMPONENT_CONFIG_TYPES,
-    INDEX_TYPES,
-    MANIFEST_TYPES,
-    ManifestError,
-    component_descriptor_layer,
+    REPO_PREFIX,
+    LayoutError,
     decode_tag,
-    document_media_type,
     encode_tag,
-    find_descriptor_manifest,
     is_manifest_media_type,
-    manifest_config_and_layers,
-    parse_json_document,
+    is_sha256,
+    parse_json,
+    walk,
 )
+from function.ocm.model import ComponentVersion, Repository
+from function.ocm.oci.client import Fetched, RegistryClient, RegistryError
+from function.ocm.oci.config import AllowedHost, RegistryAccess, normalize_host
 
 #: Tag-list pages followed at most (1000 tags a page).
 MAX_TAG_PAGES = 100
-#: A descriptor is metadata; mirrors function.ocm.descriptor.MAX_DESCRIPTOR_BYTES.
-MAX_DESCRIPTOR_LAYER_BYTES = 4 * 1024 * 1024
 
 
 class OciSource:
     """A :class:`~function.ocm.source.ComponentSource` for one OCM repository in an OCI registry.
 
-    ``OciSource(repository, access=None, cache=None, client=None)``
+    ``OciSource(repository, access=None, cache=None, client=None, on_get=None)``
 
     * ``repository``: ``Repository(host, base, plain_http)`` as parsed from
       ``oci::http://host:port/base`` (``function.ocm.location``).
@@ -61,9 +51,11 @@ class OciSource:
       ``location.open_source`` gets). The repository's host must be on the allowlist, and
       ``plain_http`` repositories need an allowlist entry marked plain-HTTP; otherwise every
       call fails before any connection.
-    * ``cache``: a shared :class:`Cache`; default: the process-wide :func:`default_cache`.
+    * ``cache``: a shared :class:`Cache` (the edge owns one per process); default: a cache of
+      this source's own.
     * ``client``: a shared :class:`RegistryClient` (it holds connection pools and tokens);
       by default the source makes its own. Close it with :meth:`aclose` (or ``async with``).
+    * ``on_get``: the client's per-GET hook (registry latency metrics), for the client it makes.
     """
 
     def __init__(
@@ -72,6 +64,7 @@ class OciSource:
         access: RegistryAccess | None = None,
         cache: Cache | None = None,
         client: RegistryClient | None = None,
+        on_get: Callable[[float, bool], None] | None = None,
     ) -> None:
         if access is None:
             access = RegistryAccess.build(
@@ -79,9 +72,11 @@ class OciSource:
             )
         self.repository = repository
         self.access = access
-        self.cache = cache if cache is not None else default_cache()
+        self.cache = cache if cache is not None else Cache()
         self._own_client = client is None
-        self.client = client or RegistryClient(access, on_request=self.cache.count_request)
+        self.client = client or RegistryClient(
+            access, on_request=self.cache.count_request, on_get=on_get
+        )
         self.host = normalize_host(repository.host)
 
     async def __aenter__(self) -> Self:
@@ -99,7 +94,7 @@ class OciSource:
     def repo_path(self, component: str) -> str:
         """``base/component-descriptors/<name>``: the OCI repository name (no host)."""
         base = self.repository.base.strip("/")
-        return "/".join(([base] if base else []) + ["component-descriptors", component])
+        return "/".join(([base] if base else []) + [REPO_PREFIX + component])
 
     def _url(self, component: str, tail: str) -> str:
         scheme = "http" if self.repository.plain_http else "https"
@@ -118,7 +113,7 @@ class OciSource:
     ) -> Any:
         try:
             return await call()
-        except (RegistryError, ManifestError) as err:
+        except (RegistryError, LayoutError) as err:
             raise self._fail(component, version, op, err) from None
 
     # -- the seam ----------------------------------------------------------------------------
@@ -135,14 +130,14 @@ class OciSource:
                 got, url = await self.client.get(
                     url, repo=repo, max_bytes=self.access.max_manifest_bytes, want_link=True
                 )
-                doc = parse_json_document(got.content, "tag list")
+                doc = parse_json(got.content, "tag list")
                 page = doc.get("tags") or []
                 if not isinstance(page, list) or not all(isinstance(t, str) for t in page):
-                    raise ManifestError("tag list has no list of tags")
+                    raise LayoutError("tag list has no list of tags")
                 tags.extend(page)
             else:
                 if url is not None:
-                    raise ManifestError(f"tag list has more than {MAX_TAG_PAGES} pages")
+                    raise LayoutError(f"tag list has more than {MAX_TAG_PAGES} pages")
             return tuple(tags)
 
         try:
@@ -151,10 +146,11 @@ class OciSource:
             if err.status == 404:
                 raise ComponentError(
                     f"component {component}",
-                    f"listing versions at registry {self.host} (repository {repo}): no such repository (HTTP 404)",
+                    f"listing versions at registry {self.host} (repository {repo}): no such "
+                    "repository (HTTP 404)",
                 ) from None
             raise self._fail(component, None, "listing versions", err) from None
-        except ManifestError as err:
+        except LayoutError as err:
             raise self._fail(component, None, "listing versions", err) from None
         return [decode_tag(t) for t in tags]
 
@@ -179,7 +175,8 @@ class OciSource:
             if err.status == 404:
                 raise ComponentError(
                     f"component {component}:{version}",
-                    f"version not found at registry {self.host} (repository {repo}, tag {tag}): HTTP 404",
+                    f"version not found at registry {self.host} (repository {repo}, tag {tag}): "
+                    "HTTP 404",
                 ) from None
             raise self._fail(component, version, f"resolving tag {tag}", err) from None
 
@@ -197,7 +194,7 @@ class OciSource:
                 f"component {component}:{version}",
                 f"blob {digest} belongs to registry {cv.repository.host}, not {self.host}",
             )
-        if not is_digest(digest):
+        if not is_sha256(digest):
             raise ComponentError(
                 f"component {component}:{version}",
                 f"blob reference {digest[:80]!r} is not a sha256 digest",
@@ -244,106 +241,27 @@ class OciSource:
     async def _build(
         self, component: str, version: str, repo: str, top_digest: str
     ) -> ComponentVersion:
-        where = f"component {component}:{version}"
-        limit = self.access.max_manifest_bytes
-        top = await self._by_digest(
-            component,
-            version,
-            repo,
-            top_digest,
-            manifest=True,
-            max_bytes=limit,
-            op=f"fetching manifest {top_digest}",
-        )
-
-        def shape(call: Callable[[], Any], what: str) -> Any:
-            try:
-                return call()
-            except ManifestError as err:
-                raise ComponentError(
-                    where, f"{what} at registry {self.host} (repository {repo}): {err}"
-                ) from None
-
-        top_doc = shape(
-            lambda: parse_json_document(top, "manifest"), f"reading manifest {top_digest}"
-        )
-        mt = document_media_type(top_doc, None)
-        if mt in INDEX_TYPES:
-            child = shape(lambda: find_descriptor_manifest(top_doc), f"reading index {top_digest}")
-            if child.media_type and child.media_type not in MANIFEST_TYPES:
-                raise ComponentError(
-                    where, f"descriptor manifest {child.digest} has media type {child.media_type}"
-                )
-            dm_digest = child.digest
-            dm = await self._by_digest(
+        async def read(digest: str, cap: int, *, manifest: bool, what: str) -> bytes:
+            return await self._by_digest(
                 component,
                 version,
                 repo,
-                dm_digest,
-                manifest=True,
-                max_bytes=limit,
-                op=f"fetching descriptor manifest {dm_digest}",
+                digest,
+                manifest=manifest,
+                max_bytes=cap,
+                op=f"fetching {what}",
             )
-        elif mt in MANIFEST_TYPES:
-            dm_digest, dm = top_digest, top
-        else:
-            raise ComponentError(
-                where,
-                f"tag at registry {self.host} (repository {repo}) points to media type {mt[:100]!r}, not a manifest or index",
-            )
-        dm_doc = shape(
-            lambda: parse_json_document(dm, "descriptor manifest"),
-            f"reading descriptor manifest {dm_digest}",
-        )
-        config, layers = shape(
-            lambda: manifest_config_and_layers(dm_doc), f"reading descriptor manifest {dm_digest}"
-        )
-        at = dm_doc.get("artifactType")
-        if config.media_type not in COMPONENT_CONFIG_TYPES and at != ARTIFACT_TYPE_DESCRIPTOR:
-            raise ComponentError(
-                where,
-                f"manifest {dm_digest} at registry {self.host} (repository {repo}) is not an OCM component "
-                f"descriptor manifest (config media type {config.media_type[:100]!r})",
-            )
-        cfg = await self._by_digest(
-            component,
-            version,
-            repo,
-            config.digest,
-            manifest=False,
-            max_bytes=limit,
-            op=f"fetching component config {config.digest}",
-        )
-        cfg_doc = shape(
-            lambda: parse_json_document(cfg, "component config"),
-            f"reading component config {config.digest}",
-        )
-        layer = shape(
-            lambda: component_descriptor_layer(cfg_doc, layers),
-            f"reading component config {config.digest}",
-        )
-        raw = await self._by_digest(
-            component,
-            version,
-            repo,
-            layer.digest,
-            manifest=False,
-            max_bytes=MAX_DESCRIPTOR_LAYER_BYTES,
-            op=f"fetching component descriptor {layer.digest}",
-        )
-        descriptor = parse_descriptor(raw, layer.media_type or None, where)
-        if descriptor.name != component or descriptor.version != version:
-            raise ComponentError(
-                where,
-                f"descriptor at registry {self.host} (repository {repo}) is for "
-                f"{descriptor.name}:{descriptor.version}, not {component}:{version}",
-            )
-        return ComponentVersion(
-            descriptor=descriptor,
+
+        walked = await walk(
+            read,
+            top_digest,
+            place=f"at registry {self.host} (repository {repo})",
+            name=component,
+            version=version,
             repository=self.repository,
-            descriptor_digest=dm_digest,
-            layers=tuple(Layer(l.media_type, l.digest, l.size) for l in layers),
+            max_manifest_bytes=self.access.max_manifest_bytes,
         )
+        return walked.component
 
 
 def _value(got: Fetched) -> Callable[[], Awaitable[bytes]]:

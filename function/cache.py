@@ -1,0 +1,510 @@
+"""Every cache of the function: one bounded LRU, and the two things built from it.
+
+Crossplane calls the function on every reconcile of every claim, and almost everything a
+reconcile computes is a pure function of content that rarely changes. So there are three
+caches, all built on :class:`Lru` (least recently used first, under an entry and a byte
+budget) and all owned by the edge (``FunctionRunner`` and the gRPC server), sized by the
+operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``):
+
+* :class:`Cache`, component **storage reads** (async, shared by concurrent requests):
+  *immutable* entries keyed by content digest (manifests, descriptors, blobs, the loaded
+  component) kept until evicted; *short-lived* entries (tag lists, tag -> digest) kept
+  ``ttl`` seconds. Concurrent identical fetches are coalesced: the first caller fetches,
+  the others await the same result (or the same error).
+* :class:`Memos`, the **pure steps** of a reconcile (parsed ConfigData, compiled schemas,
+  parsed expressions, parsed YAML, the whole Flux mutation, version choices), keyed by
+  content (a SHA-256 of the bytes, or a canonical JSON), never by name or time: new content
+  is a new key, so an entry is never stale. Memoising a pure step is invisible in its
+  result, so the pure core does not take the memo tables as a parameter: the edge binds them
+  for the duration of a request (:meth:`Memos.active`) and :func:`memo` looks them up; with
+  none bound, nothing is memoised (the CLI, a direct call in a test).
+
+* :class:`Responses`, whole **serialized answers**, keyed by the SHA-256 of the serialized
+  request and kept with the short-lived facts they rest on (see the class): the steady-state
+  reconcile of an unchanged claim costs a hash and a lookup.
+
+Errors are never cached: invalid input is re-checked, and reported, on every call. What a
+memo returns must not be mutated (frozen models, the Flux mutation) or is a fresh copy
+(parsed YAML, which the engine edits in place).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+MB = 1024 * 1024
+DEFAULT_MAX_BYTES = 128 * MB
+DEFAULT_TTL = 60.0
+DEFAULT_MAX_TTL_ENTRIES = 4096
+DEFAULT_MEMO_BYTES = 176 * MB
+DEFAULT_RESPONSE_BYTES = 256 * MB
+UNBOUNDED = 1 << 62
+
+
+# --------------------------------------------------------------------------- the one LRU
+
+
+@dataclass
+class LruStats:
+    hits: int = 0
+    misses: int = 0
+    evictions: int = 0
+
+
+class Lru:
+    """A bounded LRU map: at most ``max_entries`` entries and about ``max_bytes`` bytes.
+
+    A value larger than the whole byte budget is not kept (it is served, not cached).
+    Guarded by a lock, so it is also safe from threads.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        max_entries: int = UNBOUNDED,
+        max_bytes: int = UNBOUNDED,
+        on_evict: Callable[[], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.stats = LruStats()
+        self._on_evict = on_evict
+        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            entry = self._data.get(key)
+            if entry is None:
+                self.stats.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.stats.hits += 1
+            return entry[0]
+
+    def peek(self, key: Hashable) -> Any | None:
+        """The value under ``key`` without counting a hit or refreshing its place."""
+        with self._lock:
+            entry = self._data.get(key)
+            return None if entry is None else entry[0]
+
+    def put(self, key: Hashable, value: Any, nbytes: int) -> None:
+        if nbytes > self.max_bytes:
+            return
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._data[key] = (value, nbytes)
+            self._bytes += nbytes
+            while self._data and (
+                len(self._data) > self.max_entries or self._bytes > self.max_bytes
+            ):
+                _, (_, n) = self._data.popitem(last=False)
+                self._bytes -= n
+                self.stats.evictions += 1
+                if self._on_evict is not None:
+                    self._on_evict()
+
+    def pop(self, key: Hashable) -> None:
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._bytes = 0
+
+    def snapshot(self) -> dict[str, int]:
+        return {"entries": len(self), "bytes": self._bytes, **asdict(self.stats)}
+
+
+# --------------------------------------------------------------------------- storage reads
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    coalesced: int = 0
+    evictions: int = 0
+    expirations: int = 0
+    registry_requests: int = 0
+
+    def snapshot(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class Cache:
+    """Component storage reads, shared by concurrent requests on one event loop.
+
+    :attr:`stats` counts hits, misses, coalesced waits, evictions, expirations and the
+    registry requests made on behalf of this cache (the OCI client calls
+    :meth:`count_request`), for tests and metrics.
+    """
+
+    def __init__(
+        self,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        ttl: float = DEFAULT_TTL,
+        max_ttl_entries: int = DEFAULT_MAX_TTL_ENTRIES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_bytes = max_bytes
+        self.ttl = ttl
+        self.max_ttl_entries = max_ttl_entries
+        self.stats = CacheStats()
+        self._clock = clock
+        self._immutable = Lru("immutable", max_bytes=max_bytes, on_evict=self._evicted)
+        self._short = Lru("short-lived", max_entries=max_ttl_entries, on_evict=self._evicted)
+        self._inflight: dict[Hashable, asyncio.Future[Any]] = {}
+
+    def _evicted(self) -> None:
+        self.stats.evictions += 1
+
+    @property
+    def size_bytes(self) -> int:
+        return self._immutable.size_bytes
+
+    def count_request(self) -> None:
+        """Called by a registry client for every HTTP request it sends."""
+        self.stats.registry_requests += 1
+
+    async def immutable(
+        self,
+        key: Hashable,
+        fetch: Callable[[], Awaitable[T]],
+        size: Callable[[T], int] | None = None,
+    ) -> T:
+        """The value under a content-addressed ``key``; ``fetch()`` only on a miss."""
+        entry = self._immutable.get(key)
+        if entry is not None:
+            self.stats.hits += 1
+            return entry[0]
+
+        def store(value: T) -> None:
+            self._immutable.put(key, (value,), size(value) if size else len(value))  # type: ignore[arg-type]
+
+        return await self._fetch(("i", key), fetch, store)
+
+    async def short_lived(self, key: Hashable, fetch: Callable[[], Awaitable[T]]) -> T:
+        """The value under a mutable ``key`` (tag list, tag resolution), re-fetched after
+        ``ttl``.
+        """
+        entry = self._short.get(key)
+        if entry is not None:
+            if entry[1] > self._clock():
+                self.stats.hits += 1
+                record_fact(self, key, entry[0])
+                return entry[0]
+            self._short.pop(key)
+            self.stats.expirations += 1
+
+        def store(value: T) -> None:
+            self._short.put(key, (value, self._clock() + self.ttl), 0)
+
+        value = await self._fetch(("t", key), fetch, store)
+        record_fact(self, key, value)
+        return value
+
+    def still_holds(self, key: Hashable, value: Any) -> bool:
+        """Whether the short-lived entry under ``key`` is cached, fresh and equal to ``value``
+        (without touching the registry: an expired fact is simply not known to hold).
+        """
+        entry = self._short.peek(key)
+        return entry is not None and entry[1] > self._clock() and entry[0] == value
+
+    def peek_immutable(self, key: Hashable) -> Any | None:
+        entry = self._immutable.get(key)
+        return None if entry is None else entry[0]
+
+    def clear(self) -> None:
+        self._immutable.clear()
+        self._short.clear()
+
+    async def _fetch(
+        self, flight_key: Hashable, fetch: Callable[[], Awaitable[T]], store: Callable[[T], None]
+    ) -> T:
+        pending = self._inflight.get(flight_key)
+        if pending is not None:
+            self.stats.coalesced += 1
+            return await asyncio.shield(pending)
+        self.stats.misses += 1
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._inflight[flight_key] = fut
+        try:
+            value = await fetch()
+        except asyncio.CancelledError:
+            fut.cancel()
+            raise
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved: no "never retrieved" warning when nobody waited
+            raise
+        else:
+            store(value)
+            fut.set_result(value)
+            return value
+        finally:
+            self._inflight.pop(flight_key, None)
+
+
+# --------------------------------------------------------------------------- memos of pure steps
+
+#: Each table's share of the memo budget (estimated bytes; in practice far less is used: a
+#: component's parsed files and mutations are tens to hundreds of kB).
+_SHARES = {
+    "configdata": 16,  # parsed ConfigData models, by (content digest, name)
+    "validators": 8,  # compiled JSON Schema validators, by canonical schema JSON
+    "expressions": 2,  # parsed spiff (dynaml) expressions, by their text
+    "yaml_files": 32,  # parsed round-trip YAML files (pickled, copied out on every hit)
+    "yaml_docs": 16,  # plain safe-loaded YAML streams (pickled, copied out on every hit)
+    "mutations": 64,  # Flux mutations (the whole ConfigData result for one claim)
+    "versions": 8,  # sticky version choices, by (tag list, constraint, previous)
+    "digests": 32,  # content digests of immutable inputs, by object identity
+}
+_ENTRIES = {
+    "configdata": 1024,
+    "validators": 1024,
+    "expressions": 4096,
+    "versions": 4096,
+    "digests": 256,
+}
+
+_ACTIVE: ContextVar[Memos | None] = ContextVar("sack8s_memos", default=None)
+
+
+class Memos:
+    """The memo tables of one process (or one test), within ``max_bytes`` together."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MEMO_BYTES) -> None:
+        total = sum(_SHARES.values())
+        self.max_bytes = max_bytes
+        self.tables: dict[str, Lru] = {
+            name: Lru(name.replace("_", "-"), _ENTRIES.get(name, 8192), max_bytes * share // total)
+            for name, share in _SHARES.items()
+        }
+        self.configdata = self.tables["configdata"]
+        self.validators = self.tables["validators"]
+        self.expressions = self.tables["expressions"]
+        self.yaml_files = self.tables["yaml_files"]
+        self.yaml_docs = self.tables["yaml_docs"]
+        self.mutations = self.tables["mutations"]
+        self.versions = self.tables["versions"]
+        self.digests = self.tables["digests"]
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[Memos]:
+        """Bind these tables for the current request (context-local: concurrent requests on
+        one event loop each see the tables their own edge bound).
+        """
+        token = _ACTIVE.set(self)
+        try:
+            yield self
+        finally:
+            _ACTIVE.reset(token)
+
+    def digest_of(self, obj: Any, compute: Callable[[Any], bytes]) -> bytes:
+        """``compute(obj)`` remembered per *object* (``is``), for inputs that are the same object
+        on every warm request (the cached component's file maps and ConfigData bytes): hashing
+        them again would cost more than the rest of a key. The entry holds the object, so an
+        id is never reused while its entry lives.
+        """
+        table = self.digests
+        hit = table.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        d = compute(obj)
+        n = len(obj) if isinstance(obj, bytes | str) else sum(len(v) for v in obj.values())
+        table.put(id(obj), (obj, d), n)
+        return d
+
+    def clear(self) -> None:
+        for t in self.tables.values():
+            t.clear()
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        return {t.name: t.snapshot() for t in self.tables.values()}
+
+
+def active_memos() -> Memos | None:
+    """The memo tables bound for this request, or None."""
+    return _ACTIVE.get()
+
+
+def memo(table: str, key: Hashable | None, compute: Callable[[], T], size: Callable[[T], int]) -> T:
+    """``compute()``, memoised under ``key`` in ``table`` of the bound :class:`Memos`.
+
+    ``key`` None (an input that cannot be keyed faithfully) or no bound tables: computed.
+    """
+    memos = _ACTIVE.get()
+    if memos is None or key is None:
+        return compute()
+    t = memos.tables[table]
+    hit = t.get(key)
+    if hit is not None:
+        return hit[0]
+    value = compute()
+    t.put(key, (value,), size(value))
+    return value
+
+
+# --------------------------------------------------------------------------- reused answers
+
+
+@dataclass
+class Facts:
+    """What one request's answer rests on besides its own bytes: the short-lived registry
+    facts it read (tag lists, tag -> digest), and whether anything it read cannot be
+    re-checked cheaply (a local mirror's files), which makes the answer unrepeatable.
+    """
+
+    seen: list[tuple[Cache, Hashable, Any]]
+    unrepeatable: str | None = None
+
+
+_FACTS: ContextVar[Facts | None] = ContextVar("sack8s_facts", default=None)
+
+
+def record_fact(cache: Cache, key: Hashable, value: Any) -> None:
+    """Note that the answer being computed depends on ``cache``'s entry ``key`` == ``value``."""
+    facts = _FACTS.get()
+    if facts is not None:
+        facts.seen.append((cache, key, value))
+
+
+def unrepeatable(why: str) -> None:
+    """Note that the answer being computed read something the response cache cannot re-check."""
+    facts = _FACTS.get()
+    if facts is not None and facts.unrepeatable is None:
+        facts.unrepeatable = why
+
+
+@dataclass
+class ResponseStats:
+    reused: int = 0
+    stored: int = 0
+    stale: int = 0  # found, but a fact it rested on no longer held (or expired)
+    refused: int = 0  # computed, but not storable (a Fatal, waiting, unrepeatable, too big)
+
+
+class Responses:
+    """Serialized answers, keyed by the SHA-256 of the serialized request.
+
+    Crossplane reconciles every claim about once a minute, and in steady state sends the same
+    request bytes each time. The answer is a pure function of those bytes and of the
+    short-lived registry facts read while computing it (content read by digest never
+    changes), so the serialized answer is kept with those facts and served again while every
+    one of them is still cached, fresh and equal in the storage cache. Anything else -- a
+    changed observed object, status, credential, input, context or tag -- changes the key
+    or a fact, and the answer is computed again. Answers carrying a Fatal, answers that wait
+    for required resources and answers that read local files are never kept.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_RESPONSE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.stats = ResponseStats()
+        self._lru = Lru("responses", max_bytes=max_bytes)
+
+    @staticmethod
+    def key(request: bytes) -> bytes:
+        return hashlib.sha256(request).digest()
+
+    def lookup(self, key: bytes) -> tuple[bytes, Any] | None:
+        """The stored answer and its note (what to log), if every fact it rests on holds."""
+        if self.max_bytes <= 0:
+            return None
+        entry = self._lru.get(key)
+        if entry is None:
+            return None
+        payload, facts, note = entry
+        if not all(cache.still_holds(k, v) for cache, k, v in facts):
+            self.stats.stale += 1
+            self._lru.pop(key)
+            return None
+        self.stats.reused += 1
+        return payload, note
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[Facts]:
+        """Collect the facts of the answer computed inside (context-local, like the memos)."""
+        facts = Facts(seen=[])
+        token = _FACTS.set(facts)
+        try:
+            yield facts
+        finally:
+            _FACTS.reset(token)
+
+    def store(self, key: bytes, payload: bytes, facts: Facts, note: Any = None) -> bool:
+        if self.max_bytes <= 0 or facts.unrepeatable is not None:
+            self.stats.refused += 1
+            return False
+        deps = tuple({(id(c), k): (c, k, v) for c, k, v in facts.seen}.values())
+        nbytes = len(payload) + 200 * (1 + len(deps))
+        if nbytes > self.max_bytes:
+            self.stats.refused += 1
+            return False
+        self._lru.put(key, (payload, deps, note), nbytes)
+        self.stats.stored += 1
+        return True
+
+    def refuse(self) -> None:
+        self.stats.refused += 1
+
+    def snapshot(self) -> dict[str, int]:
+        return {**self._lru.snapshot(), **asdict(self.stats)}
+
+
+# --------------------------------------------------------------------------- content keys
+
+
+def digest(data: bytes | str) -> bytes:
+    """SHA-256 of ``data`` (text as UTF-8): the content key."""
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).digest()
+
+
+def files_digest(files: Mapping[str, bytes | str]) -> bytes:
+    """One content key for a set of named files (name and length framed, order independent)."""
+    h = hashlib.sha256()
+    for name in sorted(files):
+        data = files[name]
+        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        n = name.encode("utf-8")
+        h.update(len(n).to_bytes(4, "big") + n + len(raw).to_bytes(8, "big"))
+        h.update(raw)
+    return h.digest()
+
+
+def approx_size(value: Any, _depth: int = 0) -> int:
+    """A cheap size estimate of plain data (for the byte budgets; not exact)."""
+    if isinstance(value, str | bytes):
+        return 50 + len(value)
+    if isinstance(value, Mapping):
+        return 100 + sum(
+            approx_size(k, _depth + 1) + approx_size(v, _depth + 1) for k, v in value.items()
+        )
+    if isinstance(value, list | tuple):
+        return 60 + sum(approx_size(v, _depth + 1) for v in value)
+    return 32

@@ -1,0 +1,247 @@
+"""``sack8s inspect SOURCE``: what a component holds, before a team writes a claim for it.
+
+The edge of :mod:`function.inspect`: parse SOURCE, open the source, resolve the version, read
+the ConfigData and the deployables' file lists, print the report; or, with ``--extract``,
+write one resource (a chart's or a Kustomize directory's files, the ConfigData file) to disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from function.cli.exits import EPILOG, BadInput, one_line
+from function.cli.mutate import mirror_for
+from function.errors import ComponentError, SackError
+from function.inspect import configdata_resources, format_text, report
+from function.ocm.access import LOCAL_BLOB, is_manifest_media_type, normalize_access_type
+from function.ocm.fetch import DEPLOYABLE_TYPES, fetch_deployable, fetch_file
+from function.ocm.inventory import need_component, resolve_version
+from function.ocm.location import open_source, parse_location
+from function.ocm.select import find_resource
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_EXTENSIONS = {
+    "application/yaml": ".yaml",
+    "application/x-yaml": ".yaml",
+    "text/yaml": ".yaml",
+    "application/json": ".json",
+    "application/x-tar": ".tar",
+    "application/x-tar+gzip": ".tar.gz",
+    "application/gzip": ".gz",
+}
+
+
+def missing_local_path(text: str) -> str | None:
+    """A reason when SOURCE is most likely a local path that does not exist.
+
+    ``examples/component/ctfx//acme.org/x`` parses as registry host ``examples``; a host
+    with neither a dot, a port nor the name ``localhost`` is no registry (the rule container
+    references use), so say the path does not exist instead of trying the network.
+    """
+    if "::" in text or "://" in text:
+        return None
+    repo = text.split("//", 1)[0]
+    host = repo.split("/", 1)[0]
+    if "." in host or ":" in host or host == "localhost" or host.startswith("["):
+        return None
+    return (
+        f"{repo} does not exist (no such directory or file; a registry is "
+        "HOST.DOMAIN[:PORT]/BASE or oci::URL)"
+    )
+
+
+async def _gather(src: Any, loc: Any, source: str, constraint: str | None) -> tuple[Any, Any]:
+    component = need_component(src, loc.component, where=f"source {source}")
+    res = await resolve_version(
+        src, component, constraint, where=f"source {source}", default="highest"
+    )
+    cv = await src.get(component, res.version)
+    return res, cv
+
+
+async def _report(src: Any, loc: Any, source: str, constraint: str | None) -> dict[str, Any]:
+    res, cv = await _gather(src, loc, source, constraint)
+    configdata: dict[str, bytes | str] = {}
+    for r in configdata_resources(cv):
+        try:
+            configdata[r.name] = await fetch_file(src, cv, r)
+        except SackError as e:
+            configdata[r.name] = e.message
+    files: dict[str, list[str] | str] = {}
+    for r in cv.descriptor.resources:
+        if r.type in DEPLOYABLE_TYPES:
+            try:
+                content, _ = await fetch_deployable(src, cv, r)
+                files[r.name] = sorted(content)
+            except SackError as e:
+                files[r.name] = e.message
+    return report(source, res, cv, configdata=configdata, deployable_files=files)
+
+
+async def _extract(
+    src: Any, loc: Any, source: str, constraint: str | None, name: str, out: Path, *, force: bool
+) -> list[Path]:
+    _, cv = await _gather(src, loc, source, constraint)
+    res = find_resource(cv.descriptor, name, {}, where="--extract")
+    if not _SAFE_NAME.match(res.name):
+        raise ComponentError(
+            "--extract", f"resource name {res.name[:80]!r} is not usable as a file name"
+        )
+    if res.type in DEPLOYABLE_TYPES:
+        content, _ = await fetch_deployable(src, cv, res)
+        target = out / res.name
+        _check_free(target, force=force)
+        written = []
+        for rel in sorted(content):
+            path = target / rel
+            if not path.resolve().is_relative_to(target.resolve()):
+                raise ComponentError(
+                    f"--extract {name}", f"archive entry {rel[:80]!r} leaves the target directory"
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content[rel])
+            written.append(path)
+        return written
+    access = res.access
+    kind = normalize_access_type(str(access.get("type", "")))
+    media = str(access.get("mediaType") or "")
+    ref = access.get("localReference")
+    if kind != LOCAL_BLOB or not isinstance(ref, str) or is_manifest_media_type(media):
+        raise ComponentError(
+            f"--extract {name}",
+            f"{res.describe()} (type {res.type}, access {access.get('type')}) is an OCI "
+            "artifact, not a file: "
+            "pull it with an OCI client (sack8s inspect shows its reference)",
+        )
+    data = await src.blob(cv, ref, media)
+    target = out / (res.name + _EXTENSIONS.get(media.split(";")[0].strip().lower(), ""))
+    _check_free(target, force=force)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return [target]
+
+
+def _check_free(target: Path, *, force: bool) -> None:
+    if target.exists() and not force:
+        raise BadInput(f"--extract: {target} exists; remove it or pass --force to overwrite")
+
+
+def _location(source: str, *, plain_http: bool) -> Any:
+    try:
+        loc = parse_location(source, plain_http=plain_http)
+    except ComponentError as e:
+        missing = missing_local_path(source)
+        raise (ComponentError(f"source {source}", missing) if missing else e) from None
+    if loc.kind == "oci" and (missing := missing_local_path(source)):
+        raise ComponentError(f"source {source}", missing)
+    return loc
+
+
+async def _with_source(loc: Any, registry: str | None, work: Any, *, plain_http: bool) -> Any:
+    mirror = mirror_for(registry, plain_http=plain_http)
+    src = open_source(loc, registry_repository=mirror)
+    try:
+        return await work(src, loc)
+    finally:
+        close = getattr(src, "aclose", None)
+        if close is not None:
+            await close()
+
+
+@click.command("inspect", epilog=EPILOG)
+@click.argument("source", metavar="SOURCE")
+@click.option(
+    "--version",
+    "constraint",
+    metavar="VERSION",
+    help="A version or a range ('>=6.2 <7'); default: the highest.",
+)
+@click.option(
+    "--plain-http", is_flag=True, help="Talk plain HTTP to a registry given without a scheme."
+)
+@click.option(
+    "--registry",
+    metavar="HOST[/BASE]",
+    help="Registry a local CTF/directory stands for (to show what the cluster pulls for "
+    "localBlob images).",
+)
+@click.option(
+    "--extract",
+    "extract",
+    metavar="RESOURCE",
+    help="Write this resource to disk: a chart's or Kustomize directory's files into "
+    "DIR/RESOURCE/, "
+    "a file resource (the ConfigData) to DIR/RESOURCE.yaml.",
+)
+@click.option(
+    "-o",
+    "--output-dir",
+    "output_dir",
+    default=".",
+    show_default=True,
+    metavar="DIR",
+    help="Where --extract writes.",
+)
+@click.option("--force", is_flag=True, help="Let --extract overwrite what exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def inspect_cmd(
+    *,
+    source: str,
+    constraint: str | None,
+    plain_http: bool,
+    registry: str | None,
+    extract: str | None,
+    output_dir: str,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Show a component's versions, resources and ConfigData rules, or --extract one resource.
+
+    SOURCE: [TYPE::]REPO//NAME[:VERSION] as the OCM CLI writes it (an OCI registry, a CTF), a CTF
+    or component directory, or a descriptor file. A CTF holding one component needs no //NAME.
+    """
+    try:
+        loc = _location(source, plain_http=plain_http)
+        if constraint and loc.version:
+            raise click.UsageError(
+                "give the version either in SOURCE (//NAME:VERSION) or with --version, not both"
+            )
+        wanted = constraint or loc.version
+        if extract:
+            out = Path(output_dir)
+
+            async def extract_work(src: Any, loc: Any) -> Any:
+                return await _extract(src, loc, source, wanted, extract, out, force=force)
+
+            written = asyncio.run(_with_source(loc, registry, extract_work, plain_http=plain_http))
+            for p in written:
+                click.echo(str(p))
+            click.echo(
+                f"sack8s: wrote {len(written)} file(s) of resource {extract} under {out}", err=True
+            )
+            return
+
+        async def report_work(src: Any, loc: Any) -> Any:
+            return await _report(src, loc, source, wanted)
+
+        rep = asyncio.run(_with_source(loc, registry, report_work, plain_http=plain_http))
+    except SackError as e:
+        raise BadInput(one_line(str(e))) from None
+    except OSError as e:
+        raise BadInput(
+            f"{getattr(e, 'filename', '') or output_dir}: {e.strerror or type(e).__name__}"
+        ) from None
+    if as_json:
+        sys.stdout.write(json.dumps(rep, indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(format_text(rep))
+
+
+COMMANDS = [inspect_cmd]
