@@ -30,8 +30,9 @@ import pytest
 from conftest import need_tools
 from support.imageref import ImageRef, parse
 from support.oci_env import fixture_registry  # noqa: F401
+from support.settle import converge
 
-from function.render import load_docs, render
+from function.render import load_docs
 
 pytestmark = pytest.mark.registry
 
@@ -71,7 +72,8 @@ def compose(host: str, mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
     xr["spec"]["component"]["repository"] = f"oci::http://{host}/{mode}"
     (policy,) = load_docs([POLICY])
     policy["registries"] = [{"host": host, "plainHTTP": True}]
-    out = asyncio.run(render(xr, policy))
+    renders, _ = asyncio.run(converge(xr, policy))  # the Flux objects follow their Namespaces
+    out = renders[-1]
     assert out.fatal is None, out.fatal.message
     by_kind = {o["kind"]: o for o in out.resources}
     return by_kind["HelmRelease"], by_kind["OCIRepository"]

@@ -101,7 +101,7 @@ def test_validate_rendered(
     if case.observed is None:
         assert kinds - {docs[0]["kind"]} == {"Namespace"}, kinds
     else:
-        assert {"ExternalSecret", "Namespace", "ServiceAccount", "Role", "RoleBinding", "Usage"} <= kinds
+        assert {"ExternalSecret", "Namespace", "ServiceAccount", "Role", "RoleBinding"} <= kinds
     assert any(v.schemas.get((d["apiVersion"], d["kind"])) for d in docs[:1]), "XR not checked"
 
 

@@ -35,6 +35,14 @@ async def main() -> None:
         last = renders[-1]
         path = Path("examples/observed") / flavour / "observed.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
+        if flavour == "helm":  # after the first reconcile: the Namespaces exist, Flux waits
+            gated = Path("examples/observed/helm-gated/observed.yaml")
+            gated.parent.mkdir(parents=True, exist_ok=True)
+            gated.write_text(
+                "# Observed composed resources after the first reconcile of " + xr_file + ": the\n"
+                "# Namespaces. Made by make-observed.py.\n"
+                + dump_yaml(settle(renders[0].resources)).removeprefix("---\n")
+            )
         path.write_text(
             "# Observed composed resources once every object of "
             + xr_file

@@ -64,6 +64,8 @@ class Case:
 CASES = [
     Case("helm", EXAMPLES / "xr.yaml", COMPOSITION),
     Case("helm-observed", EXAMPLES / "xr.yaml", COMPOSITION, EXAMPLES / "observed" / "helm"),
+    # the second reconcile: the Namespaces exist, the Flux objects wait for the gate
+    Case("helm-gated", EXAMPLES / "xr.yaml", COMPOSITION, EXAMPLES / "observed" / "helm-gated"),
     Case("kustomize", EXAMPLES / "xr-kustomize.yaml", COMPOSITION),
     Case(
         "kustomize-observed",
