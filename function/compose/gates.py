@@ -188,9 +188,7 @@ def hold(desired: Mapping[str, Any], observed: Mapping[str, Any]) -> dict[str, A
     """``desired`` with every version-dependent field as observed (absent where it has none)."""
     out = copy.deepcopy(dict(desired))
     seen = observed.get("spec")
-    if not isinstance(
-        seen, Mapping
-    ):  # nothing observed to keep (a stub): cannot hold what is not seen
+    if not isinstance(seen, Mapping):  # a stub without spec: nothing observed to keep
         return out
     for name in HELD_FIELDS.get(out["kind"], ()):
         if name in seen:
