@@ -80,7 +80,7 @@ kind: Namespace
 metadata:
   name: {{ $dns }}
   annotations:
-    gotemplating.fn.crossplane.io/composition-resource-name: namespace-deploy
+    gotemplating.fn.crossplane.io/composition-resource-name: deploy-namespace
     gotemplating.fn.crossplane.io/ready: "True"
 {{- template "labels" $name }}
     pod-security.kubernetes.io/enforce: restricted
@@ -105,7 +105,7 @@ metadata:
   name: {{ $sa }}
   namespace: {{ .name }}
   annotations:
-    gotemplating.fn.crossplane.io/composition-resource-name: role-{{ .name }}
+    gotemplating.fn.crossplane.io/composition-resource-name: role.{{ .name }}
     gotemplating.fn.crossplane.io/ready: "True"
 {{- template "labels" $name }}
 rules:
@@ -118,7 +118,7 @@ metadata:
   name: {{ $sa }}
   namespace: {{ .name }}
   annotations:
-    gotemplating.fn.crossplane.io/composition-resource-name: rolebinding-{{ .name }}
+    gotemplating.fn.crossplane.io/composition-resource-name: rolebinding.{{ .name }}
     gotemplating.fn.crossplane.io/ready: "True"
 {{- template "labels" $name }}
 roleRef:
@@ -135,7 +135,7 @@ kind: ClusterUsage
 metadata:
   name: {{ $dns }}.{{ .name }}
   annotations:
-    gotemplating.fn.crossplane.io/composition-resource-name: clusterusage-namespace-{{ .name }}
+    gotemplating.fn.crossplane.io/composition-resource-name: clusterusage.namespace-{{ .name }}
     gotemplating.fn.crossplane.io/ready: "True"
 {{- template "labels" $name }}
 spec:
@@ -150,7 +150,7 @@ metadata:
   name: {{ $name }}-role-{{ .name }}
   namespace: {{ $dns }}
   annotations:
-    gotemplating.fn.crossplane.io/composition-resource-name: usage-role-{{ .name }}
+    gotemplating.fn.crossplane.io/composition-resource-name: usage.role.{{ .name }}
     gotemplating.fn.crossplane.io/ready: "True"
 {{- template "labels" $name }}
 spec:
@@ -167,7 +167,7 @@ metadata:
   name: {{ $name }}-rolebinding-{{ .name }}
   namespace: {{ $dns }}
   annotations:
-    gotemplating.fn.crossplane.io/composition-resource-name: usage-rolebinding-{{ .name }}
+    gotemplating.fn.crossplane.io/composition-resource-name: usage.rolebinding.{{ .name }}
     gotemplating.fn.crossplane.io/ready: "True"
 {{- template "labels" $name }}
 spec:
@@ -186,12 +186,12 @@ metadata:
   name: {{ .name }}
   namespace: {{ .namespace }}
   annotations:
-    gotemplating.fn.crossplane.io/composition-resource-name: externalsecret-{{ .namespace }}-{{
+    gotemplating.fn.crossplane.io/composition-resource-name: externalsecret.{{ .namespace }}.{{
       .name }}
     gotemplating.fn.crossplane.io/ready: "True"
 {{- template "labels" $name }}
 spec:
-  refreshInterval: 1h
+  refreshInterval: 1h0m0s
   secretStoreRef: {kind: {{ .storeRef.kind }}, name: {{ .storeRef.name }}}
   target: {creationPolicy: Owner, name: {{ .name }}}
   data:
@@ -206,8 +206,8 @@ metadata:
   name: {{ $name }}-externalsecret-{{ .namespace }}-{{ .name }}
   namespace: {{ $dns }}
   annotations:
-    gotemplating.fn.crossplane.io/composition-resource-name: usage-externalsecret-{{ .namespace
-      }}-{{ .name }}
+    gotemplating.fn.crossplane.io/composition-resource-name: usage.externalsecret.{{ .namespace
+      }}.{{ .name }}
     gotemplating.fn.crossplane.io/ready: "True"
 {{- template "labels" $name }}
 spec:
@@ -236,7 +236,7 @@ metadata:
   name: {{ $name }}-serviceaccount-deployer
   namespace: {{ $dns }}
   annotations:
-    gotemplating.fn.crossplane.io/composition-resource-name: usage-serviceaccount-deployer
+    gotemplating.fn.crossplane.io/composition-resource-name: usage.serviceaccount-deployer
     gotemplating.fn.crossplane.io/ready: "True"
 {{- template "labels" $name }}
 spec:
@@ -359,26 +359,26 @@ class Sack8sPeer(BaseComposite):
             return r
 
         def usage(key, api, kind, ref):
-            u = obj("usage-" + key, "Usage", "protection.crossplane.io/v1beta1", dns, name + "-" + key)
+            u = obj("usage." + key, "Usage", "protection.crossplane.io/v1beta1", dns, name + "-" + key)
             u.spec.replayDeletion = True
             u.spec.reason = REASON
             u.spec.by = {{"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "resourceRef": {{"name": name}}}}
             u.spec.of = {{"apiVersion": api, "kind": kind, "resourceRef": ref}}
 
-        d = obj("namespace-deploy", "Namespace", "v1", objname=dns)
+        d = obj("deploy-namespace", "Namespace", "v1", objname=dns)
         d.metadata.labels["pod-security.kubernetes.io/enforce"] = "restricted"
         for n in spec.namespaces:
             ns = str(n.name)
             o = obj("namespace-" + ns, "Namespace", "v1", objname=ns)
             for k, v in (("audit", "restricted"), ("enforce", "restricted"), ("enforce-version", "latest"), ("warn", "restricted")):
                 o.metadata.labels["pod-security.kubernetes.io/" + k] = v
-            role = obj("role-" + ns, "Role", "rbac.authorization.k8s.io/v1", ns, sa)
+            role = obj("role." + ns, "Role", "rbac.authorization.k8s.io/v1", ns, sa)
             role.rules = [{{"apiGroups": g, "resources": r, "verbs": v}} for g, r, v in RULES]
-            rb = obj("rolebinding-" + ns, "RoleBinding", "rbac.authorization.k8s.io/v1", ns, sa)
+            rb = obj("rolebinding." + ns, "RoleBinding", "rbac.authorization.k8s.io/v1", ns, sa)
             rb.roleRef = {{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa}}
             rb.subjects = [{{"kind": "ServiceAccount", "name": sa, "namespace": dns}}]
             cu = obj(
-                "clusterusage-namespace-" + ns,
+                "clusterusage.namespace-" + ns,
                 "ClusterUsage",
                 "protection.crossplane.io/v1beta1",
                 None,
@@ -388,16 +388,16 @@ class Sack8sPeer(BaseComposite):
             cu.spec.reason = "the deploy namespace (Helm storage, deployer) outlives the target namespaces"
             cu.spec.by = {{"apiVersion": "v1", "kind": "Namespace", "resourceRef": {{"name": ns}}}}
             cu.spec.of = {{"apiVersion": "v1", "kind": "Namespace", "resourceRef": {{"name": dns}}}}
-            usage("role-" + ns, "rbac.authorization.k8s.io/v1", "Role", {{"name": sa, "namespace": ns}})
-            usage("rolebinding-" + ns, "rbac.authorization.k8s.io/v1", "RoleBinding", {{"name": sa, "namespace": ns}})
+            usage("role." + ns, "rbac.authorization.k8s.io/v1", "Role", {{"name": sa, "namespace": ns}})
+            usage("rolebinding." + ns, "rbac.authorization.k8s.io/v1", "RoleBinding", {{"name": sa, "namespace": ns}})
         for s in spec.secrets:
             sn, ns = str(s.name), str(s.namespace)
-            es = obj("externalsecret-%s-%s" % (ns, sn), "ExternalSecret", "external-secrets.io/v1", ns, sn)
-            es.spec.refreshInterval = "1h"
+            es = obj("externalsecret.%s.%s" % (ns, sn), "ExternalSecret", "external-secrets.io/v1", ns, sn)
+            es.spec.refreshInterval = "1h0m0s"
             es.spec.secretStoreRef = {{"kind": str(s.storeRef.kind), "name": str(s.storeRef.name)}}
             es.spec.target = {{"creationPolicy": "Owner", "name": sn}}
             es.spec.data = [{{"secretKey": str(x.secretKey), "remoteRef": {{"key": str(x.remoteRef.key), "property": str(x.remoteRef.property)}}}} for x in s.data]
-            usage("externalsecret-%s-%s" % (ns, sn), "external-secrets.io/v1", "ExternalSecret", {{"name": sn, "namespace": ns}})
+            usage("externalsecret.%s.%s" % (ns, sn), "external-secrets.io/v1", "ExternalSecret", {{"name": sn, "namespace": ns}})
         a = obj("serviceaccount-deployer", "ServiceAccount", "v1", dns, sa)
         a.automountServiceAccountToken = False
         usage("serviceaccount-deployer", "v1", "ServiceAccount", {{"name": sa, "namespace": dns}})

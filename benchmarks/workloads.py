@@ -365,11 +365,13 @@ def push(host: str, comp: Component, base: str) -> str:
 
 
 def xr_for(size: Size, host: str, base: str, name: str = "bench") -> dict[str, Any]:
-    namespaces = [{"name": f"{name}-ns-{i}", "mode": "create"} for i in range(size.namespaces)]
+    namespaces = [
+        {"name": f"{name}--ns-{i}", "mode": "create"} for i in range(size.namespaces)
+    ]  # the tenant's space
     secrets = [
         {
             "name": f"sec-{j}",
-            "namespace": f"{name}-ns-{j % size.namespaces}",
+            "namespace": f"{name}--ns-{j % size.namespaces}",
             "storeRef": {"name": "bench-vault", "kind": "ClusterSecretStore"},
             "data": [
                 {

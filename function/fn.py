@@ -224,7 +224,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         repository = claim_repository(spec)
         admitted = admission.admit(spec, policy, identity, repository)
 
-        reqs = requirements_for(spec, identity)
+        reqs = requirements_for(spec, identity, policy)
         reqs.declare(rsp)
         got = reqs.collect(req)
         if got is None:

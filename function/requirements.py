@@ -1,9 +1,10 @@
-"""What the function needs to read from the cluster: target Namespaces and the values ConfigMap.
+"""What the function needs to read from the cluster: Namespaces and the values ConfigMap.
 
 Crossplane resolves required resources between calls: the function declares them on every
 call and learns the result on the next. A requirement whose name is absent from the request
 is not resolved yet; present with no items means the object does not exist. Only then can
-``create`` refuse a Namespace someone else owns, or ``existing`` insist one is there.
+``create`` refuse a Namespace someone else owns, ``existing`` and ``adopt`` insist it is the
+claim's tenant's, and the deploy namespace be refused when it was derived for another claim.
 
 The values ConfigMap is always read from the claim's own namespace (for an XR without a
 claim, from its first target namespace): the API has no namespace field for it, so a claim
@@ -20,6 +21,8 @@ from crossplane.function import response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from function.api.claim import Spec
+from function.api.policy import Policy
+from function.compose.admission import owned_deploy_namespace
 from function.compose.identity import Identity
 from function.errors import InvalidClaim, InvalidValues
 from function.structs import to_dict
@@ -109,8 +112,15 @@ class Resolved:
         return parsed
 
 
-def requirements_for(spec: Spec, identity: Identity) -> Requirements:
+def requirements_for(spec: Spec, identity: Identity, policy: Policy | None = None) -> Requirements:
+    """The target Namespaces, the deploy namespace the claim composes (with ``policy``), and
+    the values ConfigMap.
+    """
     cm = None
     if spec.values and spec.values.configMapRef:
         cm = (values_namespace(spec, identity), spec.values.configMapRef.name)
-    return Requirements(sorted({ns.name for ns in spec.namespaces}), cm)
+    wanted = {ns.name for ns in spec.namespaces}
+    deploy = owned_deploy_namespace(policy, identity) if policy is not None else None
+    if deploy:
+        wanted.add(deploy)
+    return Requirements(sorted(wanted), cm)

@@ -22,6 +22,7 @@ from typing import Any
 from function.api.claim import Spec
 from function.api.policy import Policy
 from function.cache import Cache, unrepeatable
+from function.compose.admission import oci_repository_reference
 from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
 from function.ocm.fetch import load_resources, resolve_version
 from function.ocm.location import Location, open_source, parse_location, parse_repository
@@ -40,8 +41,10 @@ from function.ocm.source import ComponentSource, LoadedComponent, resource_key
 def claim_repository(spec: Spec) -> Repository:
     """The claim's OCM repository; only OCI registries are accepted from a claim."""
     where = "spec.component.repository"
+    # Decided on the text alone: a claim's reference never reaches a filesystem probe.
+    text = oci_repository_reference(spec.component.repository, where)
     try:
-        loc = parse_repository(spec.component.repository)
+        loc = parse_repository(text)
     except SackError as e:
         raise PolicyViolation(
             where, e.message if e.where.startswith("source") else str(e)

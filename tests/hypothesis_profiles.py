@@ -127,6 +127,19 @@ def example() -> tuple[dict[str, Any], dict[str, Any]]:
     return copy.deepcopy(xr), copy.deepcopy(policy)
 
 
+def as_claim(xr: dict[str, Any], namespace: str = "team-a", name: str = "podinfo", xr_name: str | None = None) -> dict[str, Any]:
+    """The bundled XR as Crossplane creates it for a claim ``namespace/name``, its target
+    namespaces moved into the claim's tenant space (``<namespace>--<old name>``, tenancy.py)."""
+    xr["metadata"]["name"] = xr_name or xr["metadata"]["name"]
+    xr["metadata"]["labels"] = {"crossplane.io/claim-name": name, "crossplane.io/claim-namespace": namespace}
+    for ns in xr["spec"].get("namespaces") or []:
+        ns["name"] = f"{namespace}--{ns['name']}"
+    for s in xr["spec"].get("secrets") or []:
+        if s.get("namespace"):
+            s["namespace"] = f"{namespace}--{s['namespace']}"
+    return xr
+
+
 @functools.cache
 def observed_helm() -> tuple[dict[str, Any], ...]:
     from function.render import load_docs

@@ -74,7 +74,7 @@ CASES: list[tuple[str, Callable[[dict, dict], None], list[str]]] = [
     ("forbidden flux-system", spec_set("namespaces.0.name", "flux-system"), ["flux-system", "forbidden"]),
     ("forbidden crossplane-system", spec_set("namespaces.0.name", "crossplane-system"), ["crossplane-system", "forbidden"]),
     ("namespace is the deploy namespace", spec_set("namespaces.0.name", "sack8s-podinfo"), ["deploy namespace"]),
-    ("duplicate namespace", spec_set("namespaces", [{"name": "a"}, {"name": "a"}]), ["spec.namespaces[1].name", "twice"]),
+    ("duplicate namespace", spec_set("namespaces", [{"name": "podinfo--a"}, {"name": "podinfo--a"}]), ["spec.namespaces[1].name", "twice"]),
     ("adopt not allowed", spec_set("namespaces.0.mode", "adopt"), ["spec.namespaces[0].mode", "allowAdopt"]),
     ("policy allowPattern refuses", policy_set("namespaces.allowPattern", "^team-.*$"), ["spec.namespaces[0].name", "allowed pattern"]),
     ("registry not allowed", spec_set("component.repository", "oci::https://evil.example.com/x"), ["spec.component.repository", "evil.example.com", "allowlist"]),

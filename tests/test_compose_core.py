@@ -14,6 +14,7 @@ from support.settle import converge
 
 from function.compose import names
 from function.render import claim_to_xr, input_from_composition, load_docs, render
+from support.invariants import check_render
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,8 +30,17 @@ def by_key(rendered) -> dict[str, dict[str, Any]]:
 
 
 def run(xr, policy, **kw):
-    out = asyncio.run(render(xr, policy, **kw))
+    """A successful render, checked against every tenancy invariant (tests/support/invariants.py).
+
+    Without observed state: what the claim composes once its reconciles settle (Namespaces
+    first, then what goes into them, then Flux: tests/support/settle.py).
+    """
+    if "observed" in kw:
+        out = asyncio.run(render(xr, policy, **kw))
+    else:
+        out = asyncio.run(converge(xr, policy, **kw))[0][-1]
     assert out.fatal is None, out.fatal.message if out.fatal else ""
+    check_render(out, xr, policy, required=kw.get("required", ()))
     return out
 
 
@@ -40,24 +50,32 @@ def observed(flavour: str) -> list[dict[str, Any]]:
 
 # ------------------------------------------------------------------ names are a stable API
 
+# What an installation sees for the bundled example (XR ``podinfo`` without a claim): every
+# derived name ends in 20 base32 characters (100 bits) of SHA-256 over exactly what tells the
+# object apart; only the target Namespace keeps a name the claim chose, and its old key.
+DEPLOY_NS = "sack8s-podinfo-fsjctn6ijj4ewqmkaacg"
+DEPLOYMENT = "podinfo-obgz2gquadlvchpzhw4h"
+CLUSTER_USAGE = "podinfo-deploy-namespace-2jbhmytf5uqb3g6eokuo"
 GOLDEN_HELM_KEYS = {
-    "namespace-deploy": ("Namespace", None, "sack8s-podinfo"),
+    "deploy-namespace": ("Namespace", None, DEPLOY_NS),
     "namespace-podinfo": ("Namespace", None, "podinfo"),
-    "serviceaccount-deployer": ("ServiceAccount", "sack8s-podinfo", "podinfo-deployer"),
-    "role-podinfo": ("Role", "podinfo", "podinfo-deployer"),
-    "rolebinding-podinfo": ("RoleBinding", "podinfo", "podinfo-deployer"),
-    "role-deploy": ("Role", "sack8s-podinfo", "podinfo-deployer"),
-    "rolebinding-deploy": ("RoleBinding", "sack8s-podinfo", "podinfo-deployer"),
-    "externalsecret-repository": ("ExternalSecret", "sack8s-podinfo", "podinfo-repository"),
-    "externalsecret-pull-podinfo": ("ExternalSecret", "podinfo", "podinfo-pull"),
-    "externalsecret-podinfo-podinfo-db": ("ExternalSecret", "podinfo", "podinfo-db"),
-    "ocm-repository": ("Repository", "sack8s-podinfo", "podinfo"),
-    "ocm-component": ("Component", "sack8s-podinfo", "podinfo"),
-    "ocm-resource": ("Resource", "sack8s-podinfo", "podinfo"),
-    "flux-ocirepository": ("OCIRepository", "sack8s-podinfo", "podinfo"),
-    "flux-helmrelease": ("HelmRelease", "sack8s-podinfo", "podinfo"),
-    "clusterusage-namespace-podinfo": ("ClusterUsage", None, "sack8s-podinfo.podinfo"),
+    "serviceaccount-deployer": ("ServiceAccount", DEPLOY_NS, "podinfo-deployer-ne3d3wwth2funoifv2uu"),
+    "role.podinfo": ("Role", "podinfo", "podinfo-deployer-oj6arjdakemjqw63vp7p"),
+    "rolebinding.podinfo": ("RoleBinding", "podinfo", "podinfo-deployer-oj6arjdakemjqw63vp7p"),
+    "role-deploy": ("Role", DEPLOY_NS, "podinfo-helm-storage-scgm7hnyg4sxielbhmm2"),
+    "rolebinding-deploy": ("RoleBinding", DEPLOY_NS, "podinfo-helm-storage-scgm7hnyg4sxielbhmm2"),
+    "externalsecret-repository": ("ExternalSecret", DEPLOY_NS, "podinfo-repository-n5u5dmqihorga3be2zdw"),
+    "externalsecret-pull.podinfo": ("ExternalSecret", "podinfo", "podinfo-pull-fgvnlaktcdailelgvoz3"),
+    "externalsecret.podinfo.podinfo-db": ("ExternalSecret", "podinfo", "podinfo-podinfo-db-xnzpnilv7kys5kopq6qe"),
+    "ocm-repository": ("Repository", DEPLOY_NS, DEPLOYMENT),
+    "ocm-component": ("Component", DEPLOY_NS, DEPLOYMENT),
+    "ocm-resource": ("Resource", DEPLOY_NS, DEPLOYMENT),
+    "flux-ocirepository": ("OCIRepository", DEPLOY_NS, DEPLOYMENT),
+    "flux-helmrelease": ("HelmRelease", DEPLOY_NS, DEPLOYMENT),
+    "clusterusage.namespace-podinfo": ("ClusterUsage", None, CLUSTER_USAGE),
 }
+PULL_SECRET = "podinfo-pull-bsqemhuofkqppmlr2rv7"
+REPOSITORY_SECRET = "podinfo-repository-n5u5dmqihorga3be2zdw"
 
 
 def test_golden_names_of_every_composed_object() -> None:
@@ -66,34 +84,69 @@ def test_golden_names_of_every_composed_object() -> None:
     for key, (kind, ns, name) in GOLDEN_HELM_KEYS.items():
         obj = got[key]
         assert (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]) == (kind, ns, name), key
-    assert {k for k in got if not k.startswith("usage-")} == set(GOLDEN_HELM_KEYS)
+    assert {k for k in got if not k.startswith("usage.")} == set(GOLDEN_HELM_KEYS)
+    assert got["externalsecret-pull.podinfo"]["spec"]["target"]["name"] == PULL_SECRET
+    assert got["externalsecret.podinfo.podinfo-db"]["spec"]["target"]["name"] == "podinfo-db"  # the team's name
+    assert got["flux-helmrelease"]["spec"]["releaseName"] == DEPLOYMENT
+    labels = got["deploy-namespace"]["metadata"]["labels"]
+    assert labels["sack8s.io/owner"] == "miffuylv2rup7e5oa22a" and labels["sack8s.io/deploy-namespace"] == "true"
+    ann = got["deploy-namespace"]["metadata"]["annotations"]
+    assert {k: v for k, v in ann.items() if k.startswith("sack8s.io/")} == {"sack8s.io/claim-name": "podinfo"}
+    assert got["namespace-podinfo"]["metadata"]["labels"]["sack8s.io/tenant"] == "podinfo"
 
 
 def test_names_derive_from_the_claim_not_the_xr_name() -> None:
     xr, policy = load("examples/claim.yaml", "examples/composition-claim.yaml")
     xr["metadata"]["name"] = "podinfo-x7k2p"  # claims give XRs a random suffix
-    renders, _ = asyncio.run(converge(xr, policy, required=load_docs([REPO / "examples/required"])))
-    got = by_key(renders[-1])
-    assert got["namespace-deploy"]["metadata"]["name"] == "sack8s-team-a-podinfo"
-    assert got["serviceaccount-deployer"]["metadata"]["name"] == "team-a-podinfo-deployer"
-    assert got["namespace-deploy"]["metadata"]["labels"]["sack8s.io/claim-namespace"] == "team-a"
+    got = by_key(run(xr, policy, required=load_docs([REPO / "examples/required"])))
+    again = by_key(run({**xr, "metadata": {**xr["metadata"], "name": "podinfo-q9w3e"}}, policy, required=load_docs([REPO / "examples/required"])))
+    assert {k: o["metadata"]["name"] for k, o in got.items()} == {k: o["metadata"]["name"] for k, o in again.items()}
+    deploy_ns = got["deploy-namespace"]["metadata"]["name"]
+    assert deploy_ns.startswith("sack8s-team-a-podinfo-") and len(deploy_ns) == len("sack8s-team-a-podinfo-") + 20
+    assert got["serviceaccount-deployer"]["metadata"]["name"].startswith("podinfo-deployer-")
+    meta = got["deploy-namespace"]["metadata"]
+    assert meta["labels"]["sack8s.io/claim-namespace"] == "team-a" and meta["labels"]["sack8s.io/claim-name"] == "podinfo"
+    assert {k: v for k, v in meta["annotations"].items() if k.startswith("sack8s.io/")} == {
+        "sack8s.io/claim-namespace": "team-a",
+        "sack8s.io/claim-name": "podinfo",
+    }
+
+
+def test_names_are_injective_where_the_joined_text_is_not() -> None:
+    """``team/a-podinfo`` and ``team-a/podinfo`` join to one string; they share no name."""
+    xr, policy = load("examples/claim.yaml", "examples/composition-claim.yaml")
+    seen: dict[tuple[str, str, str], str] = {}
+    for ns, name in (("team", "a-podinfo"), ("team-a", "podinfo")):
+        claim = copy.deepcopy(xr)
+        claim["spec"]["claimRef"].update(namespace=ns, name=name)
+        claim["metadata"]["labels"].update({"crossplane.io/claim-namespace": ns, "crossplane.io/claim-name": name})
+        claim["spec"]["namespaces"] = [{"name": f"{ns}--podinfo", "mode": "create"}]
+        claim["spec"].pop("values")
+        claim["spec"]["secrets"][0]["data"][0]["remoteRef"]["key"] = f"apps/{ns}/db"
+        for key, obj in by_key(run(claim, policy)).items():
+            if obj["kind"] == "Namespace" and key != "deploy-namespace":
+                continue
+            ident = (obj["kind"], obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+            assert seen.setdefault(ident, f"{ns}/{name}") == f"{ns}/{name}", ident
 
 
 def test_long_names_are_cut_with_a_hash_within_limits() -> None:
     xr, policy = load()
     long = "x" * 60
     xr["metadata"]["name"] = long
+    xr["spec"]["namespaces"] = [{"name": long, "mode": "create"}]  # an XR without a claim: its own tenant
+    xr["spec"]["secrets"] = []
     got = by_key(run(xr, policy, observed=observed("helm")))
-    deploy_ns = got["namespace-deploy"]["metadata"]["name"]
-    assert len(deploy_ns) <= 63 and deploy_ns == names.fit(f"sack8s-{long}", 63)
-    assert deploy_ns != names.fit(f"sack8s-{'x' * 59}y", 63)  # no collision after truncation
+    deploy_ns = got["deploy-namespace"]["metadata"]["name"]
+    assert len(deploy_ns) == 63 and deploy_ns.startswith("sack8s-xxx")
     for obj in got.values():
+        assert len(obj["metadata"]["name"]) <= 63
         for v in obj["metadata"]["labels"].values():
             assert len(v) <= 63
-    for key in ("flux-helmrelease", "flux-ocirepository", "ocm-component"):
-        assert len(got[key]["metadata"]["name"]) <= 63  # Flux labels applied objects with it
-    assert names.fit("a" * 100, 53) != names.fit("a" * 101, 53)
-    assert len(names.fit("a" * 100, 53)) == 53
+    assert len(got["flux-helmrelease"]["spec"]["releaseName"]) <= 53
+    assert names.hashed("a" * 100, names.digest("x"), 53) != names.hashed("a" * 100, names.digest("y"), 53)
+    assert len(names.hashed("a" * 100, names.digest("x"), 53)) == 53
+    assert names.HASH_BITS >= 64
 
 
 # ------------------------------------------------------------------ output is deterministic
@@ -119,8 +172,13 @@ def test_create_refuses_a_namespace_owned_by_someone_else() -> None:
 
 def test_create_accepts_its_own_namespace() -> None:
     xr, policy = load()
-    mine = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "podinfo", "labels": {"sack8s.io/owner": "podinfo"}}}
-    run(xr, policy, required=[mine])
+    first = by_key(run(xr, policy))
+    mine = {"apiVersion": "v1", "kind": "Namespace", "metadata": first["namespace-podinfo"]["metadata"]}
+    run(xr, policy, required=[mine])  # ours by its full identity, though not observed
+    other = copy.deepcopy(mine)
+    other["metadata"]["annotations"]["sack8s.io/claim-name"] = "podinfo-2"  # same owner label, another claim
+    out = asyncio.run(render(xr, policy, required=[other]))
+    assert out.fatal is not None and "already exists and is not owned" in out.fatal.message
 
 
 def test_existing_mode_composes_no_namespace_and_requires_it() -> None:
@@ -129,19 +187,23 @@ def test_existing_mode_composes_no_namespace_and_requires_it() -> None:
     out = asyncio.run(render(xr, policy))
     assert out.fatal is not None and "does not exist" in out.fatal.message
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "podinfo"}}
+    out = asyncio.run(render(xr, policy, required=[ns]))
+    assert out.fatal is not None and "no sack8s.io/tenant label" in out.fatal.message  # not the tenant's
+    ns["metadata"]["labels"] = {"sack8s.io/tenant": "podinfo"}  # ops hand it to the XR's tenant
     got = by_key(run(xr, policy, required=[ns]))
-    assert "namespace-podinfo" not in got and "role-podinfo" in got
+    assert "namespace-podinfo" not in got and "role.podinfo" in got
 
 
 def test_adopt_where_policy_allows() -> None:
     xr, policy = load()
     xr["spec"]["namespaces"][0]["mode"] = "adopt"
     policy["namespaces"]["allowAdopt"] = True
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "podinfo"}}
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "podinfo", "labels": {"sack8s.io/tenant": "podinfo"}}}
     got = by_key(run(xr, policy, required=[ns]))
     assert got["namespace-podinfo"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert got["namespace-podinfo"]["metadata"]["labels"]["pod-security.kubernetes.io/warn"] == "restricted"
-    other = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "podinfo", "labels": {"sack8s.io/owner": "x"}}}
+    other = {"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": "podinfo", "labels": {"sack8s.io/tenant": "podinfo", "sack8s.io/owner": "x"}}}
     out = asyncio.run(render(xr, policy, required=[other]))
     assert out.fatal is not None and "owned by another claim" in out.fatal.message
 
@@ -185,9 +247,8 @@ def test_readiness_and_blocked_by_contract() -> None:
     assert cond["type"] == "DeploymentReady" and cond["status"] == "True"
     first = asyncio.run(render(xr, policy))
     blocked = first.xr["status"]["blockedBy"]
-    assert (blocked["kind"], blocked["name"], blocked["reason"]) == ("Namespace", "sack8s-podinfo", "WaitingForNamespace")
+    assert (blocked["kind"], blocked["name"], blocked["reason"]) == ("Namespace", DEPLOY_NS, "WaitingForNamespace")
     assert first.xr["status"]["conditions"][0]["status"] == "False"
-    assert first.xr["status"]["conditions"][0]["reason"] == "WaitingForNamespace"
     obs = observed("helm")
     for o in obs:
         if o["kind"] == "HelmRelease":
@@ -220,12 +281,12 @@ def test_helm_flux_objects_follow_the_packaging_contract() -> None:
     assert src["url"] == "oci://127.0.0.1:5000/source/component-descriptors/acme.org/sack8s/podinfo"
     assert src["ref"] == {"digest": "sha256:d3db565bb38f9b1e65f95416ccdd7582911e79a57a5007ffb5f80a4b1d47d315"}
     assert src["layerSelector"] == {"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "operation": "copy"}
-    assert src["insecure"] is True and src["secretRef"] == {"name": "podinfo-repository"}
+    assert src["insecure"] is True and src["secretRef"] == {"name": REPOSITORY_SECRET}
     hr = got["flux-helmrelease"]["spec"]
-    assert hr["chartRef"] == {"kind": "OCIRepository", "name": "podinfo"}
-    assert hr["serviceAccountName"] == "podinfo-deployer" and hr["targetNamespace"] == "podinfo"
-    assert hr["storageNamespace"] == "sack8s-podinfo" and len(hr["releaseName"]) <= 53
-    assert hr["values"]["imagePullSecrets"] == [{"name": "podinfo-pull"}]
+    assert hr["chartRef"] == {"kind": "OCIRepository", "name": DEPLOYMENT}
+    assert hr["serviceAccountName"] == GOLDEN_HELM_KEYS["serviceaccount-deployer"][2] and hr["targetNamespace"] == "podinfo"
+    assert hr["storageNamespace"] == DEPLOY_NS and len(hr["releaseName"]) <= 53
+    assert hr["values"]["imagePullSecrets"] == [{"name": PULL_SECRET}]
     assert hr["install"]["strategy"] == {"name": "RetryOnFailure"} and hr["upgrade"]["crds"] == "CreateReplace"
 
 
@@ -236,7 +297,7 @@ def test_kustomize_flux_objects_follow_the_packaging_contract() -> None:
     assert src["ref"] == {"digest": "sha256:b26fc2267f0e35e832634e1dff37d72921e67d697108be284416c34392a78095"}
     assert src["layerSelector"] == {"mediaType": "application/x-tar+gzip", "operation": "extract"}
     ks = got["flux-kustomization"]["spec"]
-    assert ks["path"] == "./" and ks["prune"] is True and ks["serviceAccountName"] == "podinfo-kustomize-deployer"
+    assert ks["path"] == "./" and ks["prune"] is True and ks["serviceAccountName"].startswith("podinfo-kustomize-deployer-")
     text = repr(ks["patches"])
     assert "127.0.0.1:5000/upstream/podinfo@sha256:11342fe5" in text  # localized image
     assert "Hello from sack8s" in text  # configured value
@@ -259,9 +320,27 @@ def test_no_plain_http_means_no_insecure() -> None:
 def test_registry_credential_template_cannot_be_broken_by_a_quote() -> None:
     """The dockerconfigjson is assembled by toJson, never by string concatenation of secret values."""
     xr, policy = load()
-    got = by_key(run(xr, policy, observed=observed("helm")))
-    tpl = got["externalsecret-pull-podinfo"]["spec"]["target"]["template"]["data"][".dockerconfigjson"]
+    got = by_key(run(xr, policy))
+    tpl = got["externalsecret-pull.podinfo"]["spec"]["target"]["template"]["data"][".dockerconfigjson"]
     assert "| toJson" in tpl and '"{{' not in tpl and ".password" in tpl
+
+
+def test_upgrade_keeps_the_namespaces_an_earlier_release_created() -> None:
+    """A claim whose target an earlier release created under other rules (``team-a`` creating
+    ``podinfo``, old owner label): the key is unchanged and observed, so the Namespace stays the
+    claim's and is relabelled in place; the same name is refused to a claim that never had it."""
+    xr, policy = load("examples/claim.yaml", "examples/composition-claim.yaml")
+    xr["spec"]["namespaces"] = [{"name": "podinfo", "mode": "create"}]
+    old = {"apiVersion": "v1", "kind": "Namespace",
+           "metadata": {"name": "podinfo", "labels": {"sack8s.io/owner": "team-a-podinfo"},
+                        "annotations": {"crossplane.io/composition-resource-name": "namespace-podinfo"}}}
+    required = [*load_docs([REPO / "examples/required"]), {k: v for k, v in old.items()}]
+    out = asyncio.run(render(xr, policy, observed=[old], required=required))
+    assert out.fatal is None, out.fatal.message
+    ns = by_key(out)["namespace-podinfo"]["metadata"]
+    assert ns["labels"]["sack8s.io/tenant"] == "team-a" and ns["annotations"]["sack8s.io/claim-name"] == "podinfo"
+    fresh = asyncio.run(render(xr, policy, required=required))
+    assert fresh.fatal is not None and "spec.namespaces[0]" in fresh.fatal.message
 
 
 def test_schema_violations_are_fatal_unless_the_policy_downgrades_them_to_warnings() -> None:
@@ -273,6 +352,7 @@ def test_schema_violations_are_fatal_unless_the_policy_downgrades_them_to_warnin
     policy = copy.deepcopy(policy)
     policy["configData"] = {"schemaViolations": "Warning"}
     out = run(xr, policy)
-    warnings = [r.message for r in out.results if r.severity == fnv1.SEVERITY_WARNING]
+    # Sent as an event once (the first reconcile); kept in status.warnings from then on.
+    warnings = [w["message"] for w in out.xr["status"]["warnings"]]
     assert any("values.replicas: 'two' is not of type 'integer' (schema rule properties/replicas/type)" in w
                and "reported as a warning" in w for w in warnings), warnings

@@ -14,11 +14,12 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from support.settle import converge, settle
 from support.structural import Validator
 
-from function.compose import gates
+from function.compose import gates, namespaces
 from function.render import input_from_composition, load_docs, render
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "crossplane.io/composition-resource-name"
+DEPLOY = namespaces.key_deploy()
 PEM = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n"
 
 
@@ -66,18 +67,19 @@ def component(objs: list[dict[str, Any]]) -> dict[str, Any]:
 def test_first_reconcile_composes_only_the_namespaces() -> None:
     xr, policy = load()
     out = run(xr, policy)
-    assert set(by_key(out)) == {"namespace-deploy", "namespace-podinfo"}
+    assert set(by_key(out)) == {DEPLOY, "namespace-podinfo"}
+    deploy_ns = by_key(out)[DEPLOY]["metadata"]["name"]
     assert all("namespace" not in o["metadata"] for o in out.resources)
     blocked = out.xr["status"]["blockedBy"]
     assert (blocked["kind"], blocked["name"], blocked["reason"]) == (
         "Namespace",
-        "sack8s-podinfo",
+        deploy_ns,
         "WaitingForNamespace",
     )
     assert "composed objects wait for it" in blocked["message"]
     ready = condition(out, "DeploymentReady")
     assert (ready["status"], ready["reason"]) == ("False", "WaitingForNamespace")
-    assert ready["message"].startswith("Namespace sack8s-podinfo: not created yet")
+    assert ready["message"].startswith(f"Namespace {deploy_ns}: not created yet")
     assert [r.reason for r in out.results if r.severity == fnv1.SEVERITY_NORMAL] == [
         "WaitingForNamespace"
     ]
@@ -86,12 +88,12 @@ def test_first_reconcile_composes_only_the_namespaces() -> None:
 def test_objects_follow_their_namespace_one_by_one() -> None:
     xr, policy = load()
     first = run(xr, policy)
-    deploy_only = settle(only(first.resources, "namespace-deploy"))
+    deploy_only = settle(only(first.resources, DEPLOY))
     got = by_key(run(xr, policy, observed=deploy_only))
     spaces = {o["metadata"].get("namespace") for o in got.values()}
-    assert "sack8s-podinfo" in spaces and "podinfo" not in spaces
+    assert by_key(first)[DEPLOY]["metadata"]["name"] in spaces and "podinfo" not in spaces
     assert {"serviceaccount-deployer", "ocm-component", "externalsecret-repository"} <= set(got)
-    assert "role-podinfo" not in got and "flux-helmrelease" not in got
+    assert "role.podinfo" not in got and "flux-helmrelease" not in got
     out = run(xr, policy, observed=deploy_only)
     assert out.xr["status"]["blockedBy"]["name"] == "podinfo"
     assert out.xr["status"]["blockedBy"]["reason"] == "WaitingForNamespace"
@@ -100,11 +102,11 @@ def test_objects_follow_their_namespace_one_by_one() -> None:
 def test_observed_objects_stay_while_their_namespace_is_missing_from_observed() -> None:
     """A transient absence of the Namespace from observed state must not delete what runs in it."""
     xr, policy = load()
-    obs = without(observed(), "namespace-podinfo", "namespace-deploy")
+    obs = without(observed(), "namespace-podinfo", DEPLOY)
     got = by_key(run(xr, policy, observed=obs))
     for o in obs:
         assert o["metadata"]["annotations"][KEY] in got, o["metadata"]["annotations"][KEY]
-    assert {"namespace-podinfo", "namespace-deploy"} <= set(got)
+    assert {"namespace-podinfo", DEPLOY} <= set(got)
 
 
 def test_first_deployment_waits_for_what_must_outlive_flux() -> None:
@@ -116,7 +118,7 @@ def test_first_deployment_waits_for_what_must_outlive_flux() -> None:
     with_flux = next(i for i, r in enumerate(renders) if "flux-helmrelease" in by_key(r))
     before = by_key(renders[with_flux - 1])
     assert "serviceaccount-deployer" in before and "flux-helmrelease" not in before
-    assert any(k.startswith("usage-") for k in by_key(renders[with_flux]))
+    assert any(k.startswith("usage.") for k in by_key(renders[with_flux]))
 
 
 # --------------------------------------------------------------------------- the gate on every version change

@@ -735,6 +735,7 @@ def test_crossplane_render_against_a_live_registry_with_function_credentials(
     comp = _load(REPO / "examples/composition.yaml")[0]
     policy = comp["spec"]["pipeline"][0]["input"]
     policy.update(registries=[{"host": host, "plainHTTP": True, "credentials": "registry-creds"}], mirrors=[])
+    policy["imageRegistries"] = [{"host": host, "pullCredential": True}, {"host": "127.0.0.1:5000", "pullCredential": True}]
     policy["ocm"] = {"enabled": True, "gate": False}
     comp["spec"]["pipeline"][0]["credentials"] = [
         {"name": "registry-creds", "source": "Secret", "secretRef": {"namespace": "crossplane-system", "name": "pull-secret"}}

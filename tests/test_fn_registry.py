@@ -21,6 +21,7 @@ from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from support.faultproxy import MARKER
 from support.settle import converge
+from test_soak import namespaces_required
 from support.oci_env import PASSWORD, USER, basic_auth_registry, fault_proxy, fixture_registry, htpasswd_file, proxy  # noqa: F401
 
 from function.fn import FunctionRunner
@@ -57,6 +58,8 @@ def setup(host: str, mode: str, xr_file: str = "examples/xr.yaml") -> tuple[dict
     xr["spec"]["component"]["version"] = "6.2.0"
     policy = input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "composition")
     policy["registries"] = [{"host": host, "plainHTTP": True}]
+    # Images stay where the fixture's descriptors name them (127.0.0.1:5000) unless copied by value.
+    policy["imageRegistries"] = [{"host": host, "pullCredential": True}, {"host": "127.0.0.1:5000", "pullCredential": True}]
     policy["mirrors"] = []
     policy["ocm"] = {"enabled": True, "gate": False}
     return xr, policy
@@ -173,7 +176,8 @@ def test_registry_fault_on_a_later_reconcile_is_one_fatal_and_keeps_desired(prox
         obj = next(o for o in first.resources if o["metadata"]["annotations"]["crossplane.io/composition-resource-name"] == k)
         resource.update(req.observed.resources[k], obj)
         resource.update(req.desired.resources[k], obj)  # what an earlier pipeline step passed on
-    req.required_resources["namespace-podinfo"].CopyFrom(fnv1.Resources())
+    for name in namespaces_required(xr, policy):  # targets and the deploy namespace: absent
+        req.required_resources[f"namespace-{name}"].CopyFrom(fnv1.Resources())
     rsp = asyncio.run(runner().RunFunction(req, None))
     fatals = [x for x in rsp.results if x.severity == fnv1.SEVERITY_FATAL]
     assert len(fatals) == 1

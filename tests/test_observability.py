@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import structlog
 from crossplane.function import logging as sdklogging
-from hypothesis_profiles import example
+from hypothesis_profiles import as_claim, example
 from support.oci_env import fault_proxy, fixture_registry, proxy  # noqa: F401
 from support.registry import free_port
 from test_soak import Server, claim, drive, request
@@ -86,6 +86,7 @@ def test_cache_statistics_and_registry_latency_from_the_real_registry(proxy) -> 
     xr["spec"]["component"]["repository"] = f"oci::http://{proxy.host}/source"
     xr["spec"]["component"]["version"] = "6.2.0"
     policy["registries"] = [{"host": proxy.host, "plainHTTP": True}]
+    policy["imageRegistries"] = [{"host": "127.0.0.1:5000", "pullCredential": True}]  # the fixture's images
     policy["mirrors"] = []
     # The cache counters sum over the caches alive: collect other tests' garbage first, or one
     # collected mid-test takes its hits out of the sum and the difference below can be 0.
@@ -182,7 +183,7 @@ def test_every_log_line_of_a_request_carries_the_claim(caplog: pytest.LogCapture
     """structlog lines from fn.py and stdlib lines from deeper modules alike."""
     caplog.set_level(logging.DEBUG, logger="function")
     xr, policy = example()
-    xr["metadata"]["labels"] = {"crossplane.io/claim-name": "podinfo", "crossplane.io/claim-namespace": "team-a"}
+    as_claim(xr)
     xr["spec"]["values"]["inline"]["extra"] = {"deep": 1}  # not in the schema: a Fatal from a deeper module
     with structlog.testing.capture_logs() as logs:
         asyncio.run(render(copy.deepcopy(xr), policy, runner=runner()))
@@ -210,9 +211,9 @@ def test_every_log_line_of_a_request_carries_the_claim(caplog: pytest.LogCapture
 def test_request_context_does_not_leak_between_concurrent_requests() -> None:
     xr, policy = example()
     a = copy.deepcopy(xr)
-    a["metadata"] = {"name": "a-x", "labels": {"crossplane.io/claim-name": "a", "crossplane.io/claim-namespace": "ns-a"}}
+    as_claim(a, "ns-a", "a", xr_name="a-x")
     b = copy.deepcopy(xr)
-    b["metadata"] = {"name": "b-x", "labels": {"crossplane.io/claim-name": "b", "crossplane.io/claim-namespace": "ns-b"}}
+    as_claim(b, "ns-b", "b", xr_name="b-x")
     r = runner()
 
     async def both() -> None:
@@ -254,7 +255,7 @@ def test_a_real_deeper_module_line_carries_the_claim(tmp_path: Path, caplog: pyt
     cd = _yaml.safe_load(CONFIGDATA_BLOB.read_text())
     cd["configuration"]["rules"].append({"file": "values.yaml", "path": "brand.new.key", "value": "(( message ))"})
     xr, policy = with_component(component_dir(tmp_path / "c", _json.dumps(cd)))
-    xr["metadata"]["labels"] = {"crossplane.io/claim-name": "podinfo", "crossplane.io/claim-namespace": "team-a"}
+    as_claim(xr)
     caplog.set_level(logging.DEBUG, logger="function")
     with structlog.testing.capture_logs() as logs:
         out = asyncio.run(render(xr, policy, runner=runner()))

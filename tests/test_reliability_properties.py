@@ -52,11 +52,13 @@ from function.fn import FunctionRunner
 from function.cache import Cache
 from function.render import Rendered, render
 from function.sources import SourceFactory
+from support.invariants import Claim, check_render
 
 CTF_BLOBS = REPO / "examples/component/ctf/blobs"
 DESCRIPTOR_BLOB = CTF_BLOBS / "sha256.6e4882aea244716c0b8db6c7aac33be318a37300bca8eaadba7dae08e4c80f07"
 CONFIGDATA_BLOB = CTF_BLOBS / "sha256.29f6125ecdc4a1ed3635c8a12497221b3d5fc27e8b4d6a73231db6765d395051"
 OWNER = "sack8s.io/owner"
+TENANT = "sack8s.io/tenant"
 
 
 def dumps(obj: Any) -> str:
@@ -164,18 +166,33 @@ rules = st.lists(
 )
 
 
-valid_ns = st.one_of(st.sampled_from(["podinfo", "team-a", "team-b", "svc"]),
-                     st.from_regex(r"[a-z][a-z0-9]{0,20}", fullmatch=True).filter(lambda n: not n.startswith("kube")))
+suffixes = st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True)
+tenants = st.from_regex(r"[a-z][a-z0-9]{0,20}(-[a-z0-9]{1,8})?", fullmatch=True).filter(
+    lambda t: not t.startswith(("kube", "sack8s")) and not t.endswith("-deploy")
+    and t not in ("default", "crossplane-system", "flux-system", "external-secrets", "ocm-system")
+)
 
 
 @st.composite
 def valid_claims(draw) -> dict[str, Any]:
-    """Claims the example policy accepts: namespaces, versions, values, secrets and identity vary."""
+    """Claims the example policy accepts: namespaces (in the tenant's own space: its namespace,
+    ``<tenant>--<suffix>``, or namespaces ops labelled for it), versions, values, secrets and
+    identity vary."""
     xr, _ = example()
     spec = xr["spec"]
-    names = draw(st.lists(valid_ns, min_size=1, max_size=3, unique=True).filter(
-        lambda ns: not any(n in ("default", "sack8s-podinfo") for n in ns)))
-    spec["namespaces"] = [{"name": n, "mode": draw(st.sampled_from(["create", "existing"]))} for n in names]
+    claim_ns = None
+    if draw(st.booleans()):
+        claim_ns, name = draw(st.one_of(tenants, st.just("team-a"))), draw(st.one_of(dns, st.just("podinfo")))
+        xr["metadata"]["name"] = f"{name}-x7k2p"
+        xr["metadata"]["labels"] = {"crossplane.io/claim-name": name, "crossplane.io/claim-namespace": claim_ns}
+    tenant = claim_ns or xr["metadata"]["name"]
+    entries = []
+    for suffix in draw(st.lists(suffixes, min_size=1, max_size=3, unique=True)):
+        entries.append({"name": f"{tenant}--{suffix}", "mode": draw(st.sampled_from(["create", "existing"]))})
+    if draw(st.booleans()):  # its own namespace: a claim's exists already; an XR without a claim may create it
+        entries.insert(0, {"name": tenant, "mode": "existing" if claim_ns else draw(st.sampled_from(["create", "existing"]))})
+    spec["namespaces"] = entries
+    names = [e["name"] for e in entries]
     spec["component"]["version"] = draw(st.sampled_from(["6.2.0", "v6.2.0", ">=6.2.0 <6.3.0", ">=6.2.0", "~6.2", "^6", "6.3.0"]))
     spec["values"] = {"inline": draw(good_values)}
     spec["secrets"] = [
@@ -187,10 +204,6 @@ def valid_claims(draw) -> dict[str, Any]:
         spec.pop("credentials")
     if draw(st.booleans()):
         spec["rbac"] = {"extraRules": [{"apiGroups": ["monitoring.coreos.com"], "resources": ["servicemonitors"], "verbs": ["get", "list"]}]}
-    if draw(st.booleans()):
-        ns, name = draw(st.one_of(dns, st.just("team-a"))), draw(st.one_of(dns, st.just("podinfo")))
-        xr["metadata"]["name"] = f"{name}-x7k2p"
-        xr["metadata"]["labels"] = {"crossplane.io/claim-name": name, "crossplane.io/claim-namespace": ns}
     return xr
 
 
@@ -345,9 +358,19 @@ def _key(obj: dict[str, Any]) -> str:
     return obj["metadata"]["annotations"]["crossplane.io/composition-resource-name"]
 
 
-def check(out: Rendered, observed: list[dict[str, Any]], *, keeps_observed: bool = True) -> None:
-    """The invariants above. ``keeps_observed``: the claim and policy ask for what the observed
-    objects were composed for (the bundled example), so none of them may disappear."""
+def check(
+    out: Rendered,
+    observed: list[dict[str, Any]],
+    *,
+    keeps_observed: bool = True,
+    xr: dict[str, Any] | None = None,
+    policy: dict[str, Any] | None = None,
+    req: list[dict[str, Any]] = (),  # type: ignore[assignment]
+) -> None:
+    """The invariants above, and -- given the XR and policy -- every tenancy invariant of
+    tests/support/invariants.py on a successful render. ``keeps_observed``: the claim and policy
+    ask for what the observed objects were composed for (the bundled example), so none of them
+    may disappear."""
     fatals = [r for r in out.results if r.severity == fnv1.SEVERITY_FATAL]
     assert all(r.reason != "InternalError" for r in out.results), [r.message for r in out.results]
     if fatals:
@@ -379,13 +402,15 @@ def check(out: Rendered, observed: list[dict[str, Any]], *, keeps_observed: bool
         assert ns not in awaited or key in observed_keys, f"{key} composed into Namespace {ns} before it exists"
     if got and not awaited:  # complete: the deployer, its RBAC in every target namespace, a Flux source
         assert "serviceaccount-deployer" in got, sorted(got)
-        assert any(k.startswith("role-") for k in got) and any(k.startswith("rolebinding-") for k in got), sorted(got)
+        assert any(k.startswith("role.") for k in got) and any(k.startswith("rolebinding.") for k in got), sorted(got)
         if "flux-helmrelease" in got:
             assert {"role-deploy", "rolebinding-deploy"} <= set(got), sorted(got)
             # A closed gate never creates a source for a version nobody vouched for: it keeps
             # what is observed; a release composed anew comes with its source.
             if "flux-helmrelease" not in observed_keys:
                 assert "flux-ocirepository" in got, sorted(got)
+        if xr is not None and policy is not None:
+            check_render(out, xr, policy, required=req)
 
 
 def run_twice(xr, policy, observed, req) -> Rendered:
@@ -429,7 +454,8 @@ def test_run_function_is_total_and_deterministic(case, policy, observed) -> None
     known_yaml_bug(*(v for r in req if r["kind"] == "ConfigMap" for v in r["data"].values()))
     original_xr, original_policy = example()
     out = run_twice(xr, policy, observed, req)
-    check(out, observed, keeps_observed=(xr["spec"] == original_xr["spec"] and policy == original_policy))
+    check(out, observed, keeps_observed=(xr["spec"] == original_xr["spec"] and policy == original_policy),
+          xr=xr, policy=policy, req=req)
     CLAIMS.count(f"Fatal {out.fatal.reason}" if out.fatal else "composed")
 
 
@@ -591,8 +617,15 @@ def valid_policies(draw) -> dict[str, Any]:
 
 
 def consistent_cluster(xr: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns["name"]}}
-            for ns in xr["spec"]["namespaces"] if ns["mode"] == "existing"]
+    """The cluster as the claim expects it: its own namespace, and the ``existing`` ones handed
+    to its tenant by ops (the tenant label)."""
+    tenant = Claim.of(xr).tenant
+    out = {ns["name"]: {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns["name"], "labels": {TENANT: tenant}}}
+           for ns in xr["spec"]["namespaces"] if ns["mode"] == "existing"}
+    home = Claim.of(xr).namespace
+    if home:
+        out[home] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": home}}
+    return list(out.values())
 
 
 VALID = Budget("valid claims and policies always compose (CTF mirror)")
@@ -603,7 +636,8 @@ VALID = Budget("valid claims and policies always compose (CTF mirror)")
 @VALID.capped
 def test_valid_claims_always_compose(xr, policy, observed) -> None:
     """A claim the policy allows, against a cluster as the claim expects it, always composes."""
-    out = run_twice(xr, policy, observed, consistent_cluster(xr))
+    req = consistent_cluster(xr)
+    out = run_twice(xr, policy, observed, req)
     assert out.fatal is None, out.fatal.message
-    check(out, observed, keeps_observed=False)
+    check(out, observed, keeps_observed=False, xr=xr, policy=policy, req=req)
     VALID.count("composed")

@@ -54,7 +54,8 @@ from function.sources import SourceFactory
 CTF = REPO / "examples/component/ctf"
 CONFIG_BLOB = "sha256.29f6125ecdc4a1ed3635c8a12497221b3d5fc27e8b4d6a73231db6765d395051"
 ANNOTATION = "crossplane.io/composition-resource-name"
-EXTRA_NAMESPACES = ("second", "third")  # names that appear in no other composition-resource name
+# In the example XR's tenant space (podinfo--*), names that appear in no other composition-resource name.
+EXTRA_NAMESPACES = ("podinfo--second", "podinfo--third")
 
 STATS = {"runs": 0, "reconciles": 0, "fatals": 0, "faults": 0}
 
@@ -199,13 +200,20 @@ class NeverLoseWhatRuns(RuleBasedStateMachine):
             resource.update(req.observed.resources[key], self._observed(key, obj))
         # What an earlier pipeline step (none here) passed on: Crossplane sends the desired state so far.
         resource.update(req.desired.resources["from-earlier-step"], {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "y"}})
-        for ns in self.xr["spec"]["namespaces"]:
-            key = f"namespace-{ns['name']}"
-            items = [fnv1.Resource()] if key in self.applied else []
-            if items:
-                resource.update(items[0], self.applied[key])
-            req.required_resources[key].CopyFrom(fnv1.Resources(items=items))
-        rsp = asyncio.run(runner.RunFunction(req, None))
+        # Required Namespaces, resolved as Crossplane does: ask, then answer with what the
+        # cluster holds (the Namespaces applied so far, by name) and call again.
+        live = {o["metadata"]["name"]: o for o in self.applied.values() if o.get("kind") == "Namespace"}
+        for _ in range(3):
+            rsp = asyncio.run(runner.RunFunction(req, None))
+            wanted = {k: sel for k, sel in rsp.requirements.resources.items() if k not in req.required_resources}
+            if not wanted:
+                break
+            for k, sel in wanted.items():
+                items = []
+                if sel.kind == "Namespace" and sel.match_name in live:
+                    items = [fnv1.Resource()]
+                    resource.update(items[0], live[sel.match_name])
+                req.required_resources[k].CopyFrom(fnv1.Resources(items=items))
         fatals = [r for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL]
         assert all(r.reason != "InternalError" for r in rsp.results), [r.message for r in rsp.results]
         if fatals:

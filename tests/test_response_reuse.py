@@ -240,3 +240,15 @@ async def test_reuse_can_be_turned_off(fixture_registry) -> None:
         await composed(s, req)
         await s.run(req)
         assert s.responses.stats.reused == 0
+
+
+async def test_stored_answers_are_packed(fixture_registry) -> None:
+    """The budget counts packed bytes; what is sent is the answer exactly as computed."""
+    async with Served(Clock()) as s:
+        req = request(fixture_registry.host)
+        first = await composed(s, req)
+        snap = s.responses.snapshot()
+        assert 0 < snap["packed_bytes"] < snap["payload_bytes"] / 2, snap
+        assert snap["bytes"] < snap["payload_bytes"]
+        again = await s.run(req)
+        assert again == first

@@ -27,7 +27,7 @@ from crossplane.function import logging as sdklogging
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis_profiles import PROFILE, REPO, example, observed_helm
+from hypothesis_profiles import PROFILE, REPO, as_claim, example, observed_helm
 
 from function.errors import SackError
 from function.fn import FunctionRunner
@@ -176,7 +176,9 @@ def test_names_that_collide_after_truncation_stay_distinct() -> None:
         xr, policy = example()
         xr["metadata"]["labels"] = {"crossplane.io/claim-name": "svc-" + "x" * 58 + suffix,
                                     "crossplane.io/claim-namespace": "team-" + "y" * 57}
-        out = run(xr, policy, observed=observed_helm())
+        xr["spec"]["namespaces"] = [{"name": "team-" + "y" * 57, "mode": "existing"}]  # its own namespace
+        home = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-" + "y" * 57}}
+        out = run(xr, policy, observed=observed_helm(), required=[home])
         assert out.fatal is None, out.fatal.message
         deploy = out.xr["status"]["deploy"]
         hr = next(r for r in out.resources if r["kind"] == "HelmRelease")
@@ -191,8 +193,8 @@ def test_adopt_refuses_a_namespace_another_claim_owns() -> None:
     xr, policy = example()
     policy["namespaces"]["allowAdopt"] = True
     xr["spec"]["namespaces"][0]["mode"] = "adopt"
-    other = {"apiVersion": "v1", "kind": "Namespace",
-             "metadata": {"name": "podinfo", "labels": {"sack8s.io/owner": "team-b-other"}}}
+    other = {"apiVersion": "v1", "kind": "Namespace",  # the tenant's, but another claim's
+             "metadata": {"name": "podinfo", "labels": {"sack8s.io/tenant": "podinfo", "sack8s.io/owner": "team-b-other"}}}
     one_fatal(run(xr, policy, required=[other]), "spec.namespaces[0]", "owned by another claim", "team-b-other")
 
 
@@ -254,7 +256,7 @@ def test_values_configmap_from_another_namespace_is_impossible() -> None:
     one_fatal(run(xr, policy), "spec.values.configMapRef.namespace", "Extra inputs")
     # And the one it does read is in the claim's own namespace, whatever the live objects say.
     xr, policy = example()
-    xr["metadata"]["labels"] = {"crossplane.io/claim-name": "podinfo", "crossplane.io/claim-namespace": "team-a"}
+    as_claim(xr)
     xr["spec"]["values"] = {"configMapRef": {"name": "v"}}
     foreign = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "v", "namespace": "team-b"},
                "data": {"values.yaml": "replicas: 9"}}
@@ -263,7 +265,7 @@ def test_values_configmap_from_another_namespace_is_impossible() -> None:
 
 def test_secret_store_kind_and_prefix_from_another_claim() -> None:
     xr, policy = example()
-    xr["metadata"]["labels"] = {"crossplane.io/claim-name": "podinfo", "crossplane.io/claim-namespace": "team-a"}
+    as_claim(xr)
     policy["secretStores"][0]["remoteKeyPrefixes"] = ["apps/{claimNamespace}/"]
     xr["spec"]["secrets"][0]["data"][0]["remoteRef"]["key"] = "apps/team-b/db"
     xr["spec"].pop("credentials")

@@ -81,6 +81,7 @@ def setup(host: str, cred_name: str = "registry-creds") -> tuple[dict[str, Any],
     xr["spec"]["component"]["repository"] = f"oci::http://{host}/source"
     xr["spec"]["component"]["version"] = "6.2.0"
     policy["registries"] = [{"host": host, "plainHTTP": True, "credentials": cred_name}]
+    policy["imageRegistries"] = [{"host": host, "pullCredential": True}, {"host": "127.0.0.1:5000", "pullCredential": True}]
     policy["mirrors"] = []
     return xr, policy
 
@@ -138,7 +139,8 @@ def test_serve_debug_log_and_results_never_carry_credentials(tmp_path: Path, pro
     reqs = []
     for i, fault in enumerate([None, "401", "500", "redirect", "corrupt", None]):
         x = claim(f"leak{i}")
-        x["spec"] = copy.deepcopy(xr["spec"])
+        targets = x["spec"]["namespaces"]  # the claim's tenant space (team-a--podinfo)
+        x["spec"] = {**copy.deepcopy(xr["spec"]), "namespaces": targets}
         reqs.append((fault, request(x, policy, credentials=creds)))
     answers: list[str] = []
     try:

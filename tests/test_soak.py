@@ -39,7 +39,7 @@ import pytest
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
-from hypothesis_profiles import REPO, example
+from hypothesis_profiles import REPO, as_claim, example
 from support.faultproxy import MARKER
 from support.oci_env import fault_proxy, fixture_registry, proxy  # noqa: F401
 from support.registry import free_port
@@ -122,9 +122,8 @@ def request(xr: dict[str, Any], policy: dict[str, Any], *, observed: bool = Fals
     req.meta.tag = "soak"
     resource.update(req.observed.composite, xr)
     req.input.update(policy)
-    for ns in xr.get("spec", {}).get("namespaces", []) if isinstance(xr.get("spec"), dict) else []:
-        if isinstance(ns, dict) and isinstance(ns.get("name"), str):
-            req.required_resources[f"namespace-{ns['name']}"].CopyFrom(fnv1.Resources())
+    for name in namespaces_required(xr, policy):
+        req.required_resources[f"namespace-{name}"].CopyFrom(fnv1.Resources())
     if observed:
         from hypothesis_profiles import observed_helm
 
@@ -135,11 +134,22 @@ def request(xr: dict[str, Any], policy: dict[str, Any], *, observed: bool = Fals
     return req
 
 
+def namespaces_required(xr: dict[str, Any], policy: dict[str, Any]) -> list[str]:
+    """The Namespaces RunFunction will ask for (targets and the deploy namespace), all absent here."""
+    from function.compose.identity import identity_of
+    from function.api.parse import parse_policy, parse_spec
+    from function.requirements import requirements_for
+
+    try:
+        return requirements_for(parse_spec(xr), identity_of(xr), parse_policy(policy)).namespaces
+    except Exception:  # noqa: BLE001 - a garbage claim: its targets as written, if any
+        nss = xr.get("spec", {}).get("namespaces", []) if isinstance(xr.get("spec"), dict) else []
+        return [ns["name"] for ns in nss if isinstance(ns, dict) and isinstance(ns.get("name"), str)]
+
+
 def claim(name: str) -> dict[str, Any]:
     xr, _ = example()
-    xr["metadata"]["name"] = f"{name}-x1"
-    xr["metadata"]["labels"] = {"crossplane.io/claim-name": name, "crossplane.io/claim-namespace": "team-a"}
-    return xr
+    return as_claim(xr, "team-a", name, xr_name=f"{name}-x1")
 
 
 def mix(n: int, registry_host: str | None, seed: int = 12) -> list[tuple[str, fnv1.RunFunctionRequest]]:
@@ -168,6 +178,7 @@ def mix(n: int, registry_host: str | None, seed: int = 12) -> list[tuple[str, fn
             xr["spec"]["component"]["version"] = "6.2.0"
             pol = copy.deepcopy(policy)
             pol["registries"] = [{"host": registry_host, "plainHTTP": True}]
+            pol["imageRegistries"] = [{"host": "127.0.0.1:5000", "pullCredential": True}]  # the fixture's images
             pol["mirrors"] = []
             pool["registry"].append(request(xr, pol))
     weights = [("valid", 50), ("invalid", 20), ("garbage", 10), ("oversized", 5), ("registry", 15 if registry_host else 0)]

@@ -37,8 +37,8 @@ class ComponentRef(Model):
         max_length=255,
     )
     version: str = Field(
-        description="Exact version (6.2.0) or a semver range (>=6.2.0 <7, ~6.2, ^6). The "
-        "resolved version is reported in status.component.version.",
+        description="Exact version (6.2.0) or a semver range (>=6.2.0 <7, ~6.2, ^6). The resolved "
+        "version is reported in status.component.version.",
         min_length=1,
         max_length=128,
     )
@@ -74,7 +74,7 @@ class Deployable(Model):
     )
     path: str = Field(
         default="./",
-        description="Kustomize only: path inside the resource to build.",
+        description="Kustomize only: path inside the resource to build (relative, no '..').",
         max_length=253,
     )
 
@@ -85,9 +85,11 @@ class TargetNamespace(Model):
     name: str = Field(pattern=DNS_LABEL, max_length=63)
     mode: Literal["create", "adopt", "existing"] = Field(
         default="create",
-        description="create: compose the Namespace (refused when one exists that this claim "
-        "does not own); adopt: take over an existing one (only where ops policy allows); "
-        "existing: compose only what goes inside it.",
+        description="create: compose the Namespace, with a name of the claim's tenant (by default "
+        "<claim namespace>--<suffix>; refused when one exists that this claim does not own); "
+        "adopt: take over an existing namespace of the tenant no other claim owns (only where ops "
+        "policy allows; deleting the claim deletes it); existing: compose only what goes inside a "
+        "namespace of the tenant (the claim's own, or one ops labelled for it).",
     )
 
 
@@ -119,7 +121,12 @@ class StoreRef(Model):
 
 
 class RemoteRef(Model):
-    key: str = Field(min_length=1, max_length=1024, description="Key in the secret store.")
+    key: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="Key in the secret store: plain ASCII segments (letters, digits, - _ . + = @ "
+        ":) joined by '/', under a prefix ops policy allows.",
+    )
     property: str | None = Field(default=None, max_length=253)
     version: str | None = Field(default=None, max_length=253)
 
@@ -257,8 +264,7 @@ class StatusConfigData(Model):
     unusedValues: list[str] = Field(
         default_factory=list,
         description="Paths of claim values that no configuration rule consumes for the deployed "
-        "resource: "
-        "they reach nothing.",
+        "resource: they reach nothing.",
     )
 
 

@@ -60,10 +60,31 @@ DEFAULT_DEPLOYER_RULES = [
 ]
 
 
+DEFAULT_TENANT_PATTERN = r"^{claimNamespace}(--[a-z0-9]+(-[a-z0-9]+)*)?$"
+DEFAULT_TENANT_LABEL = "sack8s.io/tenant"
+
+
 class NamespacePolicy(Model):
     allowPattern: str = Field(
         default=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        description="Regular expression (full match) every target namespace must match.",
+        description="Regular expression (full match) every target namespace must match, whatever "
+        "its mode; {claimNamespace} (the claim's tenant) and {claimName} are replaced, "
+        "regex-escaped.",
+    )
+    tenantPattern: str = Field(
+        default=DEFAULT_TENANT_PATTERN,
+        description="Regular expression (full match) for the names a claim may create (mode "
+        "create, or adopt of a namespace that does not exist yet); {claimNamespace} is the claim's "
+        "tenant (its namespace), {claimName} its name, both regex-escaped. The default, "
+        "<tenant>--<suffix> with no '--' in the suffix, gives every name exactly one tenant.",
+    )
+    tenantLabel: str = Field(
+        default=DEFAULT_TENANT_LABEL,
+        description="Label ops put on a namespace they hand to a tenant (value: the tenant, i.e. "
+        "the claims' namespace). existing and adopt reach only the claim's own namespace and "
+        "namespaces carrying this label with the claim's tenant; created namespaces get it too.",
+        pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+        max_length=316,
     )
     forbidden: list[str] = Field(
         default_factory=lambda: list(DEFAULT_FORBIDDEN),
@@ -71,7 +92,10 @@ class NamespacePolicy(Model):
         "always apply in addition to this list.",
     )
     allowAdopt: bool = Field(
-        default=False, description="Whether claims may adopt existing namespaces."
+        default=False,
+        description="Whether claims may adopt existing namespaces (only their tenant's, never one "
+        "another claim owns, never the claim's own namespace; deleting the claim deletes an "
+        "adopted namespace).",
     )
     podSecurity: dict[str, str] = Field(
         default_factory=lambda: {
@@ -88,13 +112,16 @@ class NamespacePolicy(Model):
 class DeployNamespacePolicy(Model):
     pattern: str = Field(
         default="sack8s-{claim}",
-        description="Name of the per-claim deploy namespace; {claim} is <claim namespace>-<claim "
-        "name> "
-        "(or the XR name). Truncated with a hash to 63 characters.",
+        description="Name of the per-claim deploy namespace; {claim} (exactly once) becomes <claim "
+        "namespace>-<claim name> cut to fit, then '-' and a 100-bit hash of both, so the name is "
+        "unique per claim and at most 63 characters. Target namespaces matching the pattern (with "
+        "{claim} as a wildcard) are reserved: no claim may create or use them.",
     )
     shared: str | None = Field(
         default=None,
-        description="One fixed, ops-owned deploy namespace for every claim instead (not composed).",
+        description="One fixed, ops-owned deploy namespace for every claim instead (not composed). "
+        "No deployer gets any right in it; Helm keeps release state in the claim's first target "
+        "namespace instead.",
     )
 
 
@@ -117,6 +144,18 @@ class RegistryPolicy(Model):
     )
 
 
+class ImageRegistryPolicy(Model):
+    host: str = Field(
+        description="Registry host[:port] images may be pulled from (exact match).", min_length=1
+    )
+    pullCredential: bool = Field(
+        default=False,
+        description="Key the claim's credentials.pull to this host in the pull secret. Never set "
+        "it for a registry ops do not run: the kubelet hands the credential to whoever serves the "
+        "host.",
+    )
+
+
 class MirrorPolicy(Model):
     repository: str = Field(description="OCM repository reference as claims write it.")
     path: str = Field(
@@ -130,8 +169,11 @@ class SecretStorePolicy(Model):
     kind: Literal["SecretStore", "ClusterSecretStore"] = "ClusterSecretStore"
     remoteKeyPrefixes: list[str] = Field(
         default_factory=list,
-        description="Remote keys claims may read must start with one of these; {claimNamespace} "
-        "and {claimName} are replaced. Empty: no key is allowed.",
+        description="Remote keys claims may read must lie under one of these, compared in whole "
+        "'/'-separated segments (apps/team-a covers apps/team-a/db, never apps/team-ab/db; with a "
+        "trailing '/', only keys below it); {claimNamespace} (the claim's tenant) and {claimName} "
+        "are replaced. Keys are plain ASCII (letters, digits, - _ . + = @ :), no empty, '.' or "
+        "'..' segments. Empty: no key is allowed.",
     )
 
 
@@ -276,7 +318,14 @@ class Policy(Model):
     metadata: dict[str, Any] | None = None
     namespaces: NamespacePolicy = Field(default_factory=NamespacePolicy)
     deployNamespace: DeployNamespacePolicy = Field(default_factory=DeployNamespacePolicy)
-    registries: list[RegistryPolicy] = Field(default_factory=list)
+    registries: list[RegistryPolicy] = Field(
+        default_factory=list, description="OCM repositories (component registries) claims may name."
+    )
+    imageRegistries: list[ImageRegistryPolicy] | None = Field(
+        default=None,
+        description="Registries the component's images may come from. Default: the hosts in "
+        "registries, each accepting the pull credential. An image from any other host is refused.",
+    )
     mirrors: list[MirrorPolicy] = Field(default_factory=list)
     secretStores: list[SecretStorePolicy] = Field(default_factory=list)
     rbac: RbacPolicy = Field(default_factory=RbacPolicy)

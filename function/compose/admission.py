@@ -8,16 +8,15 @@ here trusts a claim to limit itself.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from function.api.claim import PolicyRule, Spec, StoreRef
-from function.api.policy import DEFAULT_FORBIDDEN, Policy, RegistryPolicy, SecretStorePolicy
-from function.compose import gates
+from function.api.policy import Policy, RegistryPolicy, SecretStorePolicy
+from function.compose import gates, names, remotekeys, tenancy
 from function.compose.identity import Identity
-from function.compose.names import NAMESPACE_MAX, fit
+from function.compose.objectnames import ObjectNames
 from function.errors import InvalidClaim, InvalidPolicy, PolicyViolation
 from function.ocm.model import Repository
 
@@ -38,79 +37,118 @@ FORBIDDEN_RESOURCES = {
 }
 
 
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+HELM_STORAGE_PREFIX = "sh.helm.release.v1."
+
+
 def deploy_namespace(policy: Policy, identity: Identity) -> str:
-    if not identity.base:
+    """The claim's deploy namespace: the policy's pattern with ``{claim}`` replaced by
+    ``<claim namespace>-<claim name>`` (cut to fit) and a 100-bit hash of the identity.
+    """
+    if not identity.name:
         raise InvalidClaim(
             "metadata.name", "the XR has no name to derive the composed objects' names from"
         )
-    if policy.deployNamespace.shared:
-        if (
-            not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", policy.deployNamespace.shared)
-            or len(policy.deployNamespace.shared) > NAMESPACE_MAX
-        ):
+    shared = policy.deployNamespace.shared
+    if shared:
+        if not _DNS_LABEL.match(shared) or len(shared) > names.NAMESPACE_MAX:
             raise InvalidPolicy(
-                "deployNamespace.shared",
-                f"{policy.deployNamespace.shared[:80]!r} is not a namespace name",
+                "deployNamespace.shared", f"{shared[:80]!r} is not a namespace name"
             )
-        return policy.deployNamespace.shared
-    try:
-        raw = policy.deployNamespace.pattern.format(claim=identity.base)
-    except (KeyError, IndexError, ValueError) as e:
-        raise InvalidPolicy(
-            "deployNamespace.pattern", f"only {{claim}} may be used ({e})"
-        ) from None
-    clean = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")
-    if not clean:
+        return shared
+    pattern = policy.deployNamespace.pattern
+    if pattern.count("{claim}") != 1 or re.search(r"[{}]", pattern.replace("{claim}", "")):
         raise InvalidPolicy(
             "deployNamespace.pattern",
-            f"{policy.deployNamespace.pattern!r} gives no usable namespace name",
+            f"{pattern[:80]!r} must contain {{claim}} exactly once and no other placeholder",
         )
-    return fit(clean, NAMESPACE_MAX)
-
-
-def forbidden_pattern(policy: Policy, name: str) -> str | None:
-    for pattern in [*DEFAULT_FORBIDDEN, *policy.namespaces.forbidden]:
-        if fnmatch.fnmatchcase(name, pattern):
-            return pattern
-    return None
-
-
-def check_namespaces(spec: Spec, policy: Policy, deploy_ns: str) -> None:
-    try:
-        allow = re.compile(policy.namespaces.allowPattern)
-    except re.error as e:
+    head, tail = pattern.split("{claim}")
+    h = identity.digest("deploy-namespace")
+    room = names.NAMESPACE_MAX - len(head) - len(tail) - len(h) - 1
+    if room < 0:
         raise InvalidPolicy(
-            "namespaces.allowPattern", f"is not a valid regular expression: {e}"
-        ) from None
-    seen: set[str] = set()
-    for i, ns in enumerate(spec.namespaces):
-        where = f"spec.namespaces[{i}].name"
-        if ns.name in seen:
-            raise PolicyViolation(where, f"namespace {ns.name!r} is listed twice")
-        seen.add(ns.name)
-        hit = forbidden_pattern(policy, ns.name)
-        if hit:
-            raise PolicyViolation(
-                where, f"namespace {ns.name!r} is forbidden by policy (matches {hit!r})"
-            )
-        if not allow.fullmatch(ns.name):
-            raise PolicyViolation(
-                where,
-                f"namespace {ns.name!r} does not match the allowed pattern "
-                f"{policy.namespaces.allowPattern!r}",
-            )
-        if ns.name == deploy_ns:
-            raise PolicyViolation(where, f"namespace {ns.name!r} is the ops-owned deploy namespace")
-        if ns.mode == "adopt" and not policy.namespaces.allowAdopt:
-            raise PolicyViolation(
-                f"spec.namespaces[{i}].mode",
-                f"adopting namespace {ns.name!r} is not allowed by policy (namespaces.allowAdopt)",
-            )
-    hit = forbidden_pattern(policy, deploy_ns)
+            "deployNamespace.pattern",
+            f"{pattern[:80]!r} leaves no room for the claim's hash in 63 characters",
+        )
+    readable = names.readable(
+        f"{identity.namespace}-{identity.name}" if identity.namespace else identity.name
+    )
+    readable = readable[:room].rstrip("-")
+    name = f"{head}{readable}-{h}{tail}" if readable else f"{head}{h}{tail}"
+    if not _DNS_LABEL.match(name):
+        raise InvalidPolicy(
+            "deployNamespace.pattern", f"{pattern[:80]!r} gives no usable namespace name ({name!r})"
+        )
+    return name
+
+
+forbidden_pattern = tenancy.forbidden_pattern
+
+
+def owned_deploy_namespace(policy: Policy, identity: Identity) -> str | None:
+    """The deploy namespace when the claim composes it (None with a shared one)."""
+    return None if policy.deployNamespace.shared else deploy_namespace(policy, identity)
+
+
+def check_namespaces(
+    spec: Spec, policy: Policy, deploy_ns: str, identity: Identity | None = None
+) -> None:
+    """Name-only tenancy checks (tenancy.py); the live ones run when Namespaces are composed."""
+    tenancy.check_names(spec, policy, identity or Identity("", "", "", is_claim=False), deploy_ns)
+    hit = tenancy.forbidden_pattern(policy, deploy_ns)
     if hit:
         raise InvalidPolicy(
             "deployNamespace", f"deploy namespace {deploy_ns!r} is forbidden (matches {hit!r})"
         )
+
+
+_OCI_TYPES = {"oci", "ociregistry"}
+REPOSITORY_FORM = (
+    "must be an OCI registry reference (oci::https://registry.example.com/path, "
+    "https://registry.example.com/path or registry.example.com/path); a claim cannot name a local "
+    "path or another repository type"
+)
+
+
+def oci_repository_reference(text: str, where: str = "spec.component.repository") -> str:
+    """The claim's repository spelled as an explicit OCI reference (``oci::...``), decided on
+    the text alone: anything else is one message, before any path could be looked at.
+    """
+    rest = text.strip()
+    if "::" in rest:
+        typ, rest = rest.split("::", 1)
+        if typ.strip().lower() not in _OCI_TYPES:
+            raise PolicyViolation(where, REPOSITORY_FORM)
+    scheme, sep, body = rest.partition("://")
+    if not sep:
+        scheme, body = "", rest
+    elif scheme.lower() not in ("http", "https", "oci"):
+        raise PolicyViolation(where, REPOSITORY_FORM)
+    host = body.split("/", 1)[0]
+    registry_like = "." in host or ":" in host or host == "localhost" or host.startswith("[")
+    if not host or host.startswith((".", "~", "-")) or not (scheme or registry_like):
+        raise PolicyViolation(where, REPOSITORY_FORM)
+    return f"oci::{rest}"
+
+
+_PATH_SEGMENT = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def check_deploy_path(spec: Spec) -> None:
+    """``deploy.path`` stays inside the deployable: relative, plain segments, no ``..``."""
+    path = spec.deploy.path
+    body = path[2:] if path.startswith("./") else ("" if path == "." else path)
+    body = body[:-1] if body.endswith("/") else body
+    if not body:
+        return
+    for seg in body.split("/"):
+        if not _PATH_SEGMENT.match(seg) or seg in (".", ".."):
+            raise PolicyViolation(
+                "spec.deploy.path",
+                f"{path[:80]!r} must be a path inside the deployed resource: relative, segments "
+                "of letters, digits, '.', '_' and '-', no '..' or empty segments, no backslashes "
+                "or control characters",
+            )
 
 
 def registry_for(policy: Policy, host: str, *, plain_http: bool, where: str) -> RegistryPolicy:
@@ -143,23 +181,37 @@ def check_remote_key(
     policy: Policy, identity: Identity, ref: StoreRef, key: str, where: str, store_where: str
 ) -> None:
     store = _store(policy, ref, store_where)
-    if ".." in key.split("/") or "//" in key:
-        raise PolicyViolation(where, f"remote key {key!r} may not contain '..' or '//' segments")
-    prefixes = [
-        p.replace("{claimNamespace}", identity.namespace).replace("{claimName}", identity.name)
+    parts = remotekeys.segments(key, where)
+    allowed = [
+        remotekeys.prefix(p, identity, f"input secretStores[{store.name}].remoteKeyPrefixes")
         for p in store.remoteKeyPrefixes
     ]
-    if not any(key.startswith(p) for p in prefixes):
-        shown = ", ".join(repr(p) for p in prefixes) or "none"
+    if not any(remotekeys.covered(parts, a) for a in allowed):
+        shown = (
+            ", ".join(
+                repr("/".join(segs) + ("/" if below else "")) for segs, below in allowed if segs
+            )
+            or "none"
+        )
         raise PolicyViolation(
             where,
             f"remote key {key!r} is outside the prefixes allowed for store {ref.name!r} ({shown})",
         )
 
 
+def _check_ref_fields(ref: object, where: str) -> None:
+    for attr in ("property", "version"):
+        value = getattr(ref, attr, None)
+        if value:
+            remotekeys.check_text(value, f"{where}.{attr}")
+
+
 def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
     targets = {ns.name for ns in spec.namespaces}
     seen: set[tuple[str, str]] = set()
+    pull_secret = (
+        ObjectNames(identity).pull_secret if spec.credentials and spec.credentials.pull else None
+    )
     for i, s in enumerate(spec.secrets):
         base = f"spec.secrets[{i}]"
         ns = s.namespace or spec.primary_namespace
@@ -170,6 +222,16 @@ def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
         if (ns, s.name) in seen:
             raise PolicyViolation(f"{base}.name", f"secret {ns}/{s.name} is listed twice")
         seen.add((ns, s.name))
+        if s.name == pull_secret:
+            raise PolicyViolation(
+                f"{base}.name",
+                f"secret {ns}/{s.name} is the image pull secret the function composes",
+            )
+        if s.name.startswith(HELM_STORAGE_PREFIX):
+            raise PolicyViolation(
+                f"{base}.name",
+                f"secret names starting with {HELM_STORAGE_PREFIX!r} are Helm's release state",
+            )
         if not s.data and not s.dataFrom:
             raise PolicyViolation(base, "a secret needs at least one data or dataFrom entry")
         _store(policy, s.storeRef, f"{base}.storeRef")
@@ -182,10 +244,12 @@ def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
                 f"{base}.data[{j}].remoteRef.key",
                 f"{base}.storeRef",
             )
+            _check_ref_fields(d.remoteRef, f"{base}.data[{j}].remoteRef")
         for j, d in enumerate(s.dataFrom):
             check_remote_key(
                 policy, identity, s.storeRef, d.key, f"{base}.dataFrom[{j}].key", f"{base}.storeRef"
             )
+            _check_ref_fields(d, f"{base}.dataFrom[{j}]")
     creds = spec.credentials
     for field in ("pull", "repository"):
         c = getattr(creds, field) if creds else None
@@ -200,6 +264,9 @@ def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
             f"{base}.remoteRef.key",
             f"{base}.storeRef",
         )
+        _check_ref_fields(c.remoteRef, f"{base}.remoteRef")
+        for attr in ("usernameProperty", "passwordProperty"):
+            remotekeys.check_text(getattr(c, attr), f"{base}.{attr}")
 
 
 def _covered(rule: PolicyRule, allowed: Iterable[PolicyRule]) -> bool:
@@ -262,10 +329,11 @@ def admit(spec: Spec, policy: Policy, identity: Identity, repository: Repository
     """
     gates.check_version(spec, policy)
     deploy_ns = deploy_namespace(policy, identity)
-    check_namespaces(spec, policy, deploy_ns)
+    check_namespaces(spec, policy, deploy_ns, identity)
     registry = registry_for(
         policy, repository.host, plain_http=repository.plain_http, where="spec.component.repository"
     )
+    check_deploy_path(spec)
     check_secrets(spec, policy, identity)
     check_rbac(spec, policy)
     return Admission(deploy_ns, registry)

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from function.api.claim import Spec, TargetNamespace
 from function.api.policy import Policy, RegistryPolicy
-from function.compose import names
 from function.compose.identity import Identity
+from function.compose.objectnames import ObjectNames
 from function.ocm.model import Repository
 
 
@@ -43,37 +43,45 @@ class Context:
     def labels(self) -> dict[str, str]:
         return {**self.identity.labels(), **self.extra_labels}
 
+    @property
+    def helm_storage_namespace(self) -> str:
+        """Where Helm keeps release state: the per-claim deploy namespace; with a shared one, the
+        first target namespace (no deployer may touch Secrets in a shared namespace).
+        """
+        return self.deploy_namespace if self.owns_deploy_namespace else self.primary_namespace
+
     def meta(self, name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:
         m: dict[str, Any] = {"name": name}
         if namespace is not None:
             m["namespace"] = namespace
         m["labels"] = self.labels()
+        m["annotations"] = self.identity.annotations()
         m.update(extra)
         return m
 
-    # Object names: one place, derived from the claim identity only.
+    # Object names: one place (objectnames.py), derived from the claim identity only.
     @property
-    def base(self) -> str:
-        return names.fit(self.identity.base, names.SUBDOMAIN_MAX - 20)
+    def names(self) -> ObjectNames:
+        return ObjectNames(self.identity)
 
     @property
     def deployer_name(self) -> str:
-        return names.fit(f"{self.identity.base}-deployer", names.SUBDOMAIN_MAX)
+        return self.names.serviceaccount
 
     @property
     def repository_secret_name(self) -> str:
-        return names.fit(f"{self.identity.base}-repository", names.SUBDOMAIN_MAX)
+        return self.names.repository_secret
 
     @property
     def pull_secret_name(self) -> str:
-        return names.fit(f"{self.identity.base}-pull", names.SUBDOMAIN_MAX)
+        return self.names.pull_secret
 
     @property
     def flux_name(self) -> str:
         # Flux writes this name into a label (helm.toolkit.fluxcd.io/name,
         # kustomize.toolkit.fluxcd.io/name) on everything it applies: label values stop at 63.
-        return names.fit(self.identity.base, names.LABEL_VALUE_MAX)
+        return self.names.deployment
 
     @property
     def release_name(self) -> str:
-        return names.fit(self.identity.base, names.RELEASE_NAME_MAX)
+        return self.names.deployment

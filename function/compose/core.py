@@ -17,10 +17,12 @@ from typing import Any, Literal
 from function.api.claim import Spec
 from function.api.policy import Policy
 from function.compose import (
+    collisions,
     events,
     externalsecrets,
     flux,
     gates,
+    images,
     namespaces,
     ocmobjects,
     rbac,
@@ -199,20 +201,35 @@ def compose(inp: CoreInput) -> CoreOutput:
     )
     # Every image reference is resolved and parsed once, here, and used from this table by
     # status, the pull secrets and the ConfigData engine.
-    table = image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages)
-    images = _images(inp, table)
+    # References outside the image allowlist become errors here (images.py).
+    table = images.allowlisted(
+        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages),
+        policy,
+        f"component {cv.name}:{cv.version}",
+    )
+    image_list = _images(inp, table)
     mutation = _mutation(inp, flavour, deployable, cd, table)
-    image_hosts = _image_hosts(inp, table)
+    image_hosts = images.pull_secret_hosts(
+        spec, policy, _image_hosts(inp, table), inp.repository.host
+    )
 
     built: dict[str, dict[str, Any]] = {}
-    built.update(namespaces.build(ctx, inp.existing_namespaces, inp.observed))
-    built.update(rbac.build(ctx))
-    built.update(externalsecrets.build(ctx, image_hosts))
+    collisions.merge(built, namespaces.build(ctx, inp.existing_namespaces, inp.observed))
+    collisions.merge(built, rbac.build(ctx))
+    collisions.merge(built, externalsecrets.build(ctx, image_hosts))
     if policy.ocm.enabled:
         gates.check_resolved(cv.version, policy)
-        built.update(ocmobjects.build(ctx, cv, deployable))
+        collisions.merge(built, ocmobjects.build(ctx, cv, deployable))
     flux_objs = flux.build(ctx, src, mutation)
     release_key = flux.key_release(flavour)
+
+    planned = usages.build(ctx, {**built, **flux_objs}, release_key, namespaces.key_deploy())
+    # Every object this claim can compose, checked once, whatever is withheld this reconcile:
+    # a collision is the same Fatal on the first reconcile as on every later one.
+    candidates = dict(built)
+    collisions.merge(candidates, flux_objs)
+    collisions.merge(candidates, {u.key: u.obj for u in planned})
+    collisions.check(candidates)
 
     # Namespaces first: nothing goes into a Namespace composed here before it is observed.
     waits = gates.namespace_waits({**built, **flux_objs}, inp.observed)
@@ -222,12 +239,12 @@ def compose(inp: CoreInput) -> CoreOutput:
     protected = [k for k, o in built.items() if o["kind"] in usages.PROTECTED_KINDS]
     ready_to_start = not waits and all(k in inp.observed for k in protected)
     plan = gates.plan_flux(flux_objs, inp.observed, gate, ready_to_start)
-    desired.update(plan.objects)
+    collisions.merge(desired, plan.objects)
     # A Usage is composed once its ``of`` exists and its ``by`` is composed; an observed one stays.
-    for u in usages.build(ctx, {**built, **flux_objs}, release_key, namespaces.key_deploy()):
+    for u in planned:
         exists = u.of_key in desired and u.of_key in inp.observed
         if u.key in inp.observed or (exists and u.by_key in desired):
-            desired[u.key] = u.obj
+            collisions.merge(desired, {u.key: u.obj})
     for key in gates.namespace_waits(desired, inp.observed):  # a Usage goes where its by lives
         del desired[key]
 
@@ -272,7 +289,7 @@ def compose(inp: CoreInput) -> CoreOutput:
             "descriptorDigest": cv.descriptor_digest,
             "repository": spec.component.repository,
         },
-        "images": images,
+        "images": image_list,
         "deploy": {
             "namespace": deploy_ns,
             "serviceAccount": ctx.deployer_name,

@@ -32,11 +32,11 @@ def key_repository() -> str:
 
 
 def key_pull(namespace: str) -> str:
-    return names.resource_key("externalsecret-pull", namespace)
+    return names.key("externalsecret-pull", namespace)
 
 
 def key_service(namespace: str, name: str) -> str:
-    return names.resource_key("externalsecret", namespace, name)
+    return names.key("externalsecret", namespace, name)
 
 
 def _remote(ref: RemoteRef, prop: str | None = None) -> dict[str, Any]:
@@ -63,12 +63,23 @@ def docker_config_template(hosts: Iterable[str]) -> str:
     return '{{ dict "auths" (dict ' + pairs + ") | toJson }}"
 
 
+def docker_config_filter(hosts: Iterable[str]) -> str:
+    """A Go template that keeps only ``hosts`` of a complete docker config JSON from the store:
+    the store's value may name any registry, the Secret is keyed to the policy's hosts only.
+    """
+    picked = " ".join(f'"{h}"' for h in sorted(set(hosts)))
+    return (
+        '{{- $auths := get (.dockerconfigjson | toString | fromJson) "auths" -}}'
+        '{{ dict "auths" (pick $auths ' + picked + ") | toJson }}"
+    )
+
+
 def _registry_secret(
-    ctx: Context, name: str, namespace: str, cred: RegistryCredential, hosts: list[str]
+    ctx: Context, name: str, target: str, namespace: str, cred: RegistryCredential, hosts: list[str]
 ) -> dict[str, Any]:
     if cred.format == "dockerConfigJson":
         data = [{"secretKey": "dockerconfigjson", "remoteRef": _remote(cred.remoteRef)}]
-        template = "{{ .dockerconfigjson | toString }}"
+        template = docker_config_filter(hosts)
     else:
         data = [
             {"secretKey": "username", "remoteRef": _remote(cred.remoteRef, cred.usernameProperty)},
@@ -83,7 +94,7 @@ def _registry_secret(
             "refreshInterval": REFRESH,
             "secretStoreRef": {"name": cred.storeRef.name, "kind": cred.storeRef.kind},
             "target": {
-                "name": name,
+                "name": target,
                 "creationPolicy": "Owner",
                 "template": {
                     "type": "kubernetes.io/dockerconfigjson",
@@ -117,18 +128,20 @@ def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     creds = ctx.spec.credentials
     if creds and creds.repository:
+        name = ctx.repository_secret_name
         out[key_repository()] = _registry_secret(
-            ctx,
-            ctx.repository_secret_name,
-            ctx.deploy_namespace,
-            creds.repository,
-            [ctx.repository.host],
+            ctx, name, name, ctx.deploy_namespace, creds.repository, [ctx.repository.host.lower()]
         )
     if creds and creds.pull:
-        hosts = image_hosts or [ctx.repository.host]
+        # image_hosts: only hosts the policy lets receive the pull credential (images.py).
         for ns in ctx.targets:
             out[key_pull(ns.name)] = _registry_secret(
-                ctx, ctx.pull_secret_name, ns.name, creds.pull, hosts
+                ctx,
+                ctx.names.pull_externalsecret(ns.name),
+                ctx.pull_secret_name,
+                ns.name,
+                creds.pull,
+                image_hosts,
             )
     for i, s in enumerate(ctx.spec.secrets):
         ns = s.namespace or ctx.primary_namespace
@@ -150,7 +163,7 @@ def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
         out[key_service(ns, s.name)] = {
             "apiVersion": API,
             "kind": "ExternalSecret",
-            "metadata": ctx.meta(names.fit(s.name, names.SUBDOMAIN_MAX), ns),
+            "metadata": ctx.meta(ctx.names.service_externalsecret(ns, s.name), ns),
             "spec": spec,
         }
     return out

@@ -101,7 +101,7 @@ def helm_release(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
         "chartRef": {"kind": "OCIRepository", "name": ctx.flux_name},
         "releaseName": ctx.release_name,
         "targetNamespace": ctx.primary_namespace,
-        "storageNamespace": ctx.deploy_namespace,
+        "storageNamespace": ctx.helm_storage_namespace,
         "serviceAccountName": ctx.deployer_name,
         "driftDetection": {"mode": f.driftDetection},
         "install": install,

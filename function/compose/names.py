@@ -1,51 +1,125 @@
-"""Deterministic names that fit Kubernetes limits, and the labels tying objects to a claim.
+"""Deterministic names that fit Kubernetes limits and never collide, and the composition keys.
 
-Names and composition-resource names are a stable API: renaming means Crossplane deletes
-the old object and creates a new one. They derive only from the claim's namespace and name
-(never the XR name, which carries a random suffix when a claim creates it), and are cut to
-fit with a hash of the full name only when a limit would be crossed, so short names stay
-readable and long ones stay unique.
+Names and composition-resource keys are a stable API: renaming means Crossplane deletes the
+old object and creates a new one. Every name the function derives ends in ``-<hash>``: 20
+base32 characters (100 bits) of SHA-256 over a length-prefixed encoding of *exactly what
+distinguishes the object* -- the claim's namespace and name as separate fields (or the XR's
+name for an XR without a claim), the object's role, and the namespace or secret it is for.
+The readable part in front is only for people and is cut to fit; uniqueness never depends
+on it. So two claims, two namespaces or two kinds of object derive the same name only if
+SHA-256 truncated to 100 bits collides (README, "Names": birthday bound 2^50, second
+preimage 2^100), and where a collision would hand one claim another's object, the ownership
+checks compare the full identity and refuse it.
+
+Composition-resource keys are built so that no two can be equal: fixed keys contain no dot;
+keys for objects that exist per target namespace or per secret join their parts with dots
+(namespace names have none, so ``<kind>.<namespace>.<secret>`` splits one way only). Only
+the target Namespace keys keep their old form, ``namespace-<name>``: changing them would make
+Crossplane delete the team's namespaces on upgrade.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 import hashlib
 import re
 
 NAMESPACE_MAX = 63
 LABEL_VALUE_MAX = 63
+NAME_MAX = 63  # every derived object name is a DNS label (Flux copies some into labels)
 RELEASE_NAME_MAX = 53
 SUBDOMAIN_MAX = 253
-HASH_LEN = 8
+HASH_CHARS = 20  # base32: 5 bits each
+HASH_BITS = HASH_CHARS * 5
+LEGACY_HASH_LEN = 8  # the old 32-bit cut, kept only where an old key must not change
 
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_CLAIM_NAME = "sack8s.io/claim-name"
 LABEL_CLAIM_NAMESPACE = "sack8s.io/claim-namespace"
 LABEL_OWNER = "sack8s.io/owner"
+LABEL_DEPLOY_NAMESPACE = "sack8s.io/deploy-namespace"
+ANNOTATION_CLAIM_NAME = "sack8s.io/claim-name"
+ANNOTATION_CLAIM_NAMESPACE = "sack8s.io/claim-namespace"
 MANAGED_BY = "function-sack8s"
+
+_DOMAIN = "sack8s/names/v2"
+
+
+@functools.lru_cache(maxsize=8192)
+def digest(*parts: str) -> str:
+    """``HASH_CHARS`` base32 characters of SHA-256 over the parts, length-prefixed (injective
+    encoding: no choice of parts can shift a boundary).
+    """
+    h = hashlib.sha256()
+    for p in (_DOMAIN, *parts):
+        data = p.encode()
+        h.update(len(data).to_bytes(4, "big"))
+        h.update(data)
+    return base64.b32encode(h.digest()).decode().lower()[:HASH_CHARS]
+
+
+@functools.lru_cache(maxsize=8192)
+def readable(text: str) -> str:
+    """A DNS-label-safe rendering of ``text`` for the readable part of a name (lossy)."""
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+
+
+@functools.lru_cache(maxsize=8192)
+def hashed(readable_part: str, hash_: str, limit: int = NAME_MAX) -> str:
+    """``<readable>-<hash>`` within ``limit``: only the readable part is ever cut."""
+    room = limit - len(hash_) - 1
+    head = readable(readable_part)[: max(room, 0)].rstrip("-")
+    return f"{head}-{hash_}" if head else hash_
 
 
 def fit(name: str, limit: int) -> str:
-    """``name`` if it fits, else a prefix plus ``-`` plus 8 hex of sha256(name)."""
+    """``name`` if it fits, else a prefix plus ``-`` plus 8 hex of sha256(name).
+
+    Legacy: only the target Namespace composition keys still use it (they must not change).
+    """
     name = name.strip("-.")
     if len(name) <= limit:
         return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:HASH_LEN]
-    prefix = name[: limit - HASH_LEN - 1].rstrip("-.")
-    return f"{prefix}-{digest}"
+    h = hashlib.sha256(name.encode()).hexdigest()[:LEGACY_HASH_LEN]
+    prefix = name[: limit - LEGACY_HASH_LEN - 1].rstrip("-.")
+    return f"{prefix}-{h}"
+
+
+@functools.lru_cache(maxsize=8192)
+def label_value(text: str) -> str:
+    """A label value for ``text``: itself when it is one, else cut and suffixed with a hash."""
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")
+    if clean == text and len(text) <= LABEL_VALUE_MAX:
+        return text
+    return hashed(clean, digest("label", text), LABEL_VALUE_MAX)
+
+
+def key(*parts: str) -> str:
+    """A composition-resource key: a lowercase RFC 1123 subdomain, parts joined with dots.
+
+    Callers pass a fixed kind word first and then names that are DNS labels (namespaces) or
+    subdomains (secret names, last): the join is injective. A key longer than 253 characters
+    (a very long secret name) is cut with a 100-bit hash; core.py refuses any duplicate.
+    """
+    joined = ".".join(parts)
+    if len(joined) <= SUBDOMAIN_MAX:
+        return joined
+    return f"{joined[: SUBDOMAIN_MAX - HASH_CHARS - 1].rstrip('.-')}-{digest('key', *parts)}"
+
+
+def legacy_key(kind: str, name: str) -> str:
+    """``<kind>-<name>`` cut to 63 as before (target Namespace keys only)."""
+    clean = re.sub(r"[^a-z0-9-]+", "-", f"{kind}-{name}".lower()).strip("-") or "x"
+    return fit(clean, 63)
 
 
 def dns_label(text: str, limit: int = NAMESPACE_MAX) -> str:
-    """A DNS-1123 label from arbitrary text (lowercase, [-a-z0-9], fitted)."""
+    """A DNS-1123 label from arbitrary text (lowercase, [-a-z0-9], fitted with the legacy cut)."""
     clean = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-") or "x"
     return fit(clean, limit)
 
 
-def label_value(text: str) -> str:
-    clean = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")
-    return fit(clean, LABEL_VALUE_MAX).strip("-._")
-
-
 def resource_key(*parts: str) -> str:
-    """A composition-resource name: lowercase, dash-joined, at most 63 characters."""
+    """The old dash-joined key (ambiguous: ``a``+``b-c`` equals ``a-b``+``c``); use :func:`key`."""
     return dns_label("-".join(p for p in parts if p), 63)

@@ -2,8 +2,10 @@
 
 ``create`` composes a Namespace and refuses to take over one that exists and is not this
 claim's (Crossplane would otherwise silently adopt it); ``adopt`` takes one over where policy
-allows; ``existing`` composes nothing and only requires it to exist. Created namespaces carry
-the policy's Pod Security Admission labels.
+allows and only what the claim's tenant owns; ``existing`` composes nothing and only requires
+it to exist and be the tenant's (tenancy.py). Created and adopted namespaces carry the
+policy's Pod Security Admission labels and the tenant label; the deploy namespace carries
+``sack8s.io/deploy-namespace`` and never a tenant label, so no claim can ever reach it.
 """
 
 from __future__ import annotations
@@ -11,31 +13,34 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from function.compose import names
+from function.compose import names, tenancy
 from function.compose.context import Context
-from function.errors import PolicyViolation
 
 PSA_PREFIX = "pod-security.kubernetes.io/"
 
 
 def key_deploy() -> str:
-    return "namespace-deploy"
+    return "deploy-namespace"
 
 
 def key_target(name: str) -> str:
-    return names.resource_key("namespace", name)
+    # The old key form on purpose: a changed key would make Crossplane delete the team's
+    # namespace on upgrade. A target namespace is a DNS label, so it can never equal
+    # key_deploy() (which no longer starts with "namespace-").
+    return names.legacy_key("namespace", name)
 
 
-def _namespace(ctx: Context, name: str) -> dict[str, Any]:
-    labels = ctx.labels()
+def _namespace(ctx: Context, name: str, extra: Mapping[str, str]) -> dict[str, Any]:
+    meta = ctx.meta(name)
+    labels = meta["labels"]
+    labels.update(extra)
     for k, v in sorted(ctx.policy.namespaces.podSecurity.items()):
         labels[PSA_PREFIX + k] = v
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
 def owned_by(ctx: Context, obj: Mapping[str, Any] | None) -> bool:
-    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
-    return labels.get(names.LABEL_OWNER) == ctx.identity.labels()[names.LABEL_OWNER]
+    return ctx.identity.owns(obj)
 
 
 def build(
@@ -49,35 +54,20 @@ def build(
     when it does not exist, missing when not yet known); ``observed`` holds what this XR
     already composes, which always counts as ours.
     """
+    tenancy.check_live(ctx.spec, ctx.policy, ctx.identity, existing, set(observed), key_target)
     out: dict[str, dict[str, Any]] = {}
     if ctx.owns_deploy_namespace:
-        out[key_deploy()] = _namespace(ctx, ctx.deploy_namespace)
-    for i, ns in enumerate(ctx.targets):
-        key = key_target(ns.name)
-        live = existing.get(ns.name)
-        if ns.mode == "existing":
-            if ns.name in existing and live is None:
-                raise PolicyViolation(
-                    f"spec.namespaces[{i}]",
-                    f"namespace {ns.name!r} does not exist (mode existing composes no Namespace)",
-                )
-            continue
-        if (
-            ns.mode == "create"
-            and live is not None
-            and key not in observed
-            and not owned_by(ctx, live)
-        ):
-            raise PolicyViolation(
-                f"spec.namespaces[{i}]",
-                f"namespace {ns.name!r} already exists and is not owned by this claim; "
-                "use mode existing (or adopt, where policy allows)",
-            )
-        other = ((live or {}).get("metadata") or {}).get("labels", {}).get(names.LABEL_OWNER)
-        if ns.mode == "adopt" and other and key not in observed and not owned_by(ctx, live):
-            raise PolicyViolation(
-                f"spec.namespaces[{i}]",
-                f"namespace {ns.name!r} is owned by another claim ({other}); it cannot be adopted",
-            )
-        out[key] = _namespace(ctx, ns.name)
+        tenancy.check_deploy_namespace(
+            ctx.identity,
+            ctx.deploy_namespace,
+            existing.get(ctx.deploy_namespace),
+            observed=key_deploy() in observed,
+        )
+        out[key_deploy()] = _namespace(
+            ctx, ctx.deploy_namespace, {names.LABEL_DEPLOY_NAMESPACE: "true"}
+        )
+    tenant = {ctx.policy.namespaces.tenantLabel: ctx.identity.tenant}
+    for ns in ctx.targets:
+        if ns.mode != "existing":
+            out[key_target(ns.name)] = _namespace(ctx, ns.name, tenant)
     return out

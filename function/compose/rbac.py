@@ -3,9 +3,14 @@
 The ServiceAccount lives in the ops-owned deploy namespace (anyone with ``edit`` in a
 namespace can impersonate its ServiceAccounts, so never where the service team works). It
 gets the policy's deployer rules plus the claim's admitted extra rules in each target
-namespace, and, for Helm, rights on Secrets in the deploy namespace where Helm keeps its
-release storage. Crossplane must itself hold every permission granted here (RBAC
-escalation prevention): see package/crossplane-rbac.yaml.
+namespace, and, for Helm, rights on Secrets where Helm keeps its release storage: the
+per-claim deploy namespace (only this claim's Secrets live there), or -- with a shared deploy
+namespace, where a Secret right would reach every other claim's credentials and release
+state, and ``resourceNames`` cannot restrict ``create`` -- the claim's first target namespace.
+No deployer gets any right in a shared deploy namespace. Each Role and RoleBinding has its
+own name (objectnames.py): Crossplane v2.2.4 cannot tell same-named objects in two namespaces
+apart. Crossplane must itself hold every permission granted here (RBAC escalation
+prevention): see package/crossplane-rbac.yaml.
 """
 
 from __future__ import annotations
@@ -25,13 +30,16 @@ def key_serviceaccount() -> str:
 
 
 def key_role(namespace: str | None) -> str:
-    return "role-deploy" if namespace is None else names.resource_key("role", namespace)
+    return "role-deploy" if namespace is None else names.key("role", namespace)
 
 
 def key_rolebinding(namespace: str | None) -> str:
-    return (
-        "rolebinding-deploy" if namespace is None else names.resource_key("rolebinding", namespace)
-    )
+    return "rolebinding-deploy" if namespace is None else names.key("rolebinding", namespace)
+
+
+def storage_rule() -> dict[str, Any]:
+    """Helm's release storage: Secrets in its storage namespace."""
+    return {"apiGroups": [""], "resources": ["secrets"], "verbs": list(_RW)}
 
 
 def _rule(r: PolicyRule) -> dict[str, Any]:
@@ -46,23 +54,19 @@ def _rule(r: PolicyRule) -> dict[str, Any]:
 
 
 def _role_pair(
-    ctx: Context, namespace: str, rules: list[dict[str, Any]]
+    ctx: Context, name: str, namespace: str, rules: list[dict[str, Any]]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     role = {
         "apiVersion": _RBAC,
         "kind": "Role",
-        "metadata": ctx.meta(ctx.deployer_name, namespace),
+        "metadata": ctx.meta(name, namespace),
         "rules": rules,
     }
     binding = {
         "apiVersion": _RBAC,
         "kind": "RoleBinding",
-        "metadata": ctx.meta(ctx.deployer_name, namespace),
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "Role",
-            "name": ctx.deployer_name,
-        },
+        "metadata": ctx.meta(name, namespace),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
         "subjects": [
             {"kind": "ServiceAccount", "name": ctx.deployer_name, "namespace": ctx.deploy_namespace}
         ],
@@ -81,14 +85,18 @@ def build(ctx: Context) -> dict[str, dict[str, Any]]:
     }
     rules = [_rule(r) for r in ctx.policy.rbac.deployerRules]
     extra = [_rule(r) for r in (ctx.spec.rbac.extraRules if ctx.spec.rbac else [])]
+    helm = ctx.flavour == "helm"
+    storage = ctx.helm_storage_namespace
     for ns in ctx.targets:
-        role, binding = _role_pair(ctx, ns.name, rules + extra)
+        granted = rules + extra
+        if helm and ns.name == storage and storage_rule() not in granted:
+            granted = [*granted, storage_rule()]
+        role, binding = _role_pair(ctx, ctx.names.role(ns.name), ns.name, granted)
         out[key_role(ns.name)] = role
         out[key_rolebinding(ns.name)] = binding
-    if ctx.flavour == "helm":
-        # Helm keeps release state as Secrets in storageNamespace (the deploy namespace).
-        storage = [{"apiGroups": [""], "resources": ["secrets"], "verbs": list(_RW)}]
-        role, binding = _role_pair(ctx, ctx.deploy_namespace, storage)
+    if helm and storage == ctx.deploy_namespace:
+        # Helm keeps release state as Secrets in storageNamespace: the per-claim deploy namespace.
+        role, binding = _role_pair(ctx, ctx.names.helm_storage_role, storage, [storage_rule()])
         out[key_role(None)] = role
         out[key_rolebinding(None)] = binding
     return out

@@ -28,10 +28,12 @@ The order (docs/security.md "Deleting a claim"):
    claim composes: it is not even marked for deletion (Helm's release storage, the
    ServiceAccount, the Flux objects stay intact) until those have gone, after Flux.
 
-Not enforceable in v2.2.4: a per-claim deploy Namespace when the claim composes no target
-Namespace (every target ``existing``); it then terminates at once. Its protected objects
-still outlive the Flux release (namespace finalization waits for them), but Helm's release
-storage Secrets there are not protected. Use a shared deploy namespace for such claims.
+Not enforceable in v2.2.4: Helm's release storage Secrets (written by helm-controller,
+composed by nobody) where their namespace terminates at once: a per-claim deploy Namespace
+when the claim composes no target Namespace (every target ``existing``), or, with a shared
+deploy namespace, a created first target Namespace (where Helm's storage then lives). The
+protected objects there still outlive the Flux release (namespace finalization waits for
+them); the storage may not (docs/security.md, "Deleting a claim").
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class Planned:
     by_key: str
 
 
-def _ref(obj: Mapping[str, Any], with_namespace: bool) -> dict[str, Any]:
+def _ref(obj: Mapping[str, Any], *, with_namespace: bool) -> dict[str, Any]:
     meta = obj["metadata"]
     ref: dict[str, Any] = {"name": meta["name"]}
     if with_namespace and meta.get("namespace"):
@@ -67,24 +69,24 @@ def _ref(obj: Mapping[str, Any], with_namespace: bool) -> dict[str, Any]:
     return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "resourceRef": ref}
 
 
+def key_usage(key: str) -> str:
+    return names.key("usage", key)
+
+
+def key_cluster_usage(by_key: str) -> str:
+    return names.key("clusterusage", by_key)
+
+
 def _usage(
-    ctx: Context, of: Mapping[str, Any], by: Mapping[str, Any], reason: str
+    ctx: Context, key: str, of: Mapping[str, Any], by: Mapping[str, Any], reason: str
 ) -> dict[str, Any]:
-    by_ns = by["metadata"]["namespace"]
-    parts = [
-        by["metadata"]["name"],
-        of["kind"].lower(),
-        of["metadata"].get("namespace", ""),
-        of["metadata"]["name"],
-    ]
-    name = names.fit("-".join(p for p in parts if p), names.SUBDOMAIN_MAX)
     return {
         "apiVersion": API,
         "kind": "Usage",
-        "metadata": ctx.meta(name, by_ns),
+        "metadata": ctx.meta(ctx.names.usage(key, of["kind"]), by["metadata"]["namespace"]),
         "spec": {
-            "of": _ref(of, True),
-            "by": _ref(by, False),
+            "of": _ref(of, with_namespace=True),
+            "by": _ref(by, with_namespace=False),
             "reason": reason,
             "replayDeletion": True,
         },
@@ -94,23 +96,17 @@ def _usage(
 def _cluster_usage(
     ctx: Context, of: Mapping[str, Any], by: Mapping[str, Any], reason: str
 ) -> dict[str, Any]:
-    # Namespace names are DNS labels (no dots): "<of>.<by>" is unique for the pair, cluster-wide.
-    name = names.fit(f"{of['metadata']['name']}.{by['metadata']['name']}", names.SUBDOMAIN_MAX)
     return {
         "apiVersion": API,
         "kind": "ClusterUsage",
-        "metadata": ctx.meta(name),
+        "metadata": ctx.meta(ctx.names.cluster_usage(by["metadata"]["name"])),
         "spec": {
-            "of": _ref(of, False),
-            "by": _ref(by, False),
+            "of": _ref(of, with_namespace=False),
+            "by": _ref(by, with_namespace=False),
             "reason": reason,
             "replayDeletion": True,
         },
     }
-
-
-def key_cluster_usage(by_key: str) -> str:
-    return names.resource_key("clusterusage", by_key)
 
 
 def build(
@@ -128,8 +124,8 @@ def build(
             if obj["kind"] in PROTECTED_KINDS:
                 out.append(
                     Planned(
-                        names.resource_key("usage", key),
-                        _usage(ctx, obj, release, reason),
+                        key_usage(key),
+                        _usage(ctx, key, obj, release, reason),
                         key,
                         release_key,
                     )

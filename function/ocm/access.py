@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from function.cache import active_memos
 from function.errors import ComponentError, SackError
 from function.ocm.imageref import BadReference, ImageRef, parse_reference
 from function.ocm.layout import (
@@ -212,7 +213,28 @@ ImageTable = Mapping[str, LocalizedImage]
 def image_table(cv: ComponentVersion, *, allow_unpinned: bool = False) -> ImageTable:
     """Every resource's localized image reference, parsed once (the one place references are
     parsed for a request); the core puts it in status and hands it to the ConfigData engine.
+
+    Memoised per descriptor *object* (the storage cache hands warm requests the same one;
+    hand-made descriptors may share a digest string, so the digest alone is no key) and where
+    the component lives: a warm reconcile of a large component would otherwise parse every
+    image reference again.
     """
+    memos = active_memos()
+    if memos is None:
+        return _image_table(cv, allow_unpinned=allow_unpinned)
+    repo = cv.repository
+    where = None if repo is None else (repo.host, repo.base, repo.plain_http)
+    key = (id(cv.descriptor), cv.descriptor_digest, where, allow_unpinned)
+    hit = memos.tables["images"].get(key)
+    if hit is not None and hit[0] is cv.descriptor:
+        return hit[1]
+    table = _image_table(cv, allow_unpinned=allow_unpinned)
+    # the entry holds the descriptor, so its id is not reused while the entry lives
+    memos.tables["images"].put(key, (cv.descriptor, table), 200 + 600 * len(table))
+    return table
+
+
+def _image_table(cv: ComponentVersion, *, allow_unpinned: bool) -> ImageTable:
     table: dict[str, LocalizedImage] = {}
     for r in cv.descriptor.resources:
         try:

@@ -1,0 +1,80 @@
+"""Every name the function derives for one claim, in one place (README, "Names").
+
+Each name is ``<readable>-<hash>``: the readable part (the claim name and the object's role)
+is for people and is cut to fit; the hash (:func:`function.compose.names.digest`, 100 bits)
+covers the claim's identity, the object's role, and the namespace or secret the object is
+for. So every object of one apiVersion and kind has its own name, whatever its namespace
+(Crossplane v2.2.4 sorts resourceRefs namespace-blind and loops otherwise), and no two claims
+share one. Names stay within 63 characters (the Flux objects' names end up in labels), the
+Helm release name within 53.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from function.compose import names
+from function.compose.identity import Identity
+
+
+@dataclass(frozen=True)
+class ObjectNames:
+    identity: Identity
+
+    def _name(self, role: str, *scope: str, limit: int = names.NAME_MAX) -> str:
+        return names.hashed(
+            f"{self.identity.name}-{role}", self.identity.digest(role, *scope), limit
+        )
+
+    @property
+    def serviceaccount(self) -> str:
+        return self._name("deployer")
+
+    def role(self, namespace: str) -> str:
+        """The deployer's Role (and its RoleBinding) in a target namespace."""
+        return self._name("deployer", namespace)
+
+    @property
+    def helm_storage_role(self) -> str:
+        """The Role (and RoleBinding) on Helm's release Secrets in a per-claim deploy namespace."""
+        return self._name("helm-storage")
+
+    @property
+    def repository_secret(self) -> str:
+        return self._name("repository")
+
+    @property
+    def pull_secret(self) -> str:
+        """The image pull Secret: one name in every target namespace (charts reference one name)."""
+        return self._name("pull")
+
+    def pull_externalsecret(self, namespace: str) -> str:
+        return self._name("pull", namespace)
+
+    def service_externalsecret(self, namespace: str, secret: str) -> str:
+        return names.hashed(
+            f"{self.identity.name}-{secret}", self.identity.digest("secret", namespace, secret)
+        )
+
+    @property
+    def deployment(self) -> str:
+        """OCM Repository/Component/Resource, OCIRepository, HelmRelease/Kustomization and the
+        Helm release: one object of each kind per claim, so one name (within the 53 of Helm).
+        """
+        return names.hashed(
+            self.identity.name, self.identity.digest("deployment"), names.RELEASE_NAME_MAX
+        )
+
+    def usage(self, key: str, of_kind: str) -> str:
+        return names.hashed(
+            f"{self.identity.name}-{of_kind.lower()}", self.identity.digest("usage", key)
+        )
+
+    def cluster_usage(self, target_namespace: str) -> str:
+        """The ClusterUsage keeping the deploy namespace until ``target_namespace`` is gone
+        (cluster-scoped: unique across claims through the claim's identity in the hash).
+        """
+        return names.hashed(
+            f"{self.identity.name}-deploy-namespace",
+            self.identity.digest("clusterusage", target_namespace),
+        )

@@ -1,0 +1,219 @@
+"""The pieces the tenancy guarantees rest on: the name hash, composition keys, remote-key syntax,
+and the tenant rule for new namespace names (unit level; tests/test_security_tenancy.py attacks
+them through RunFunction)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis_profiles import PROFILE
+
+from function.api.policy import DEFAULT_TENANT_PATTERN, Policy
+from function.compose import names, remotekeys, tenancy
+from function.compose.identity import Identity, identity_of
+from function.compose.objectnames import ObjectNames
+from function.errors import PolicyViolation
+
+dns_label = st.from_regex(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", fullmatch=True)
+dns_subdomain = st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,100}[a-z0-9])?", fullmatch=True)
+
+
+def test_digest_encoding_is_injective_where_joining_is_not() -> None:
+    assert names.digest("ab", "c") != names.digest("a", "bc")
+    assert names.digest("team", "a-podinfo") != names.digest("team-a", "podinfo")
+    assert names.digest("a", "") != names.digest("a")
+    assert len(names.digest("x")) * 5 == names.HASH_BITS >= 64
+    assert re.fullmatch(r"[a-z2-7]+", names.digest("x"))
+
+
+@settings(PROFILE)
+@given(a=st.tuples(dns_label, dns_subdomain), b=st.tuples(dns_label, dns_subdomain))
+def test_distinct_claims_share_no_derived_name(a, b) -> None:
+    if a == b:
+        return
+    na, nb = (ObjectNames(Identity(ns, n, n, True, ns)) for ns, n in (a, b))
+    mine = {na.serviceaccount, na.role("x"), na.pull_secret, na.deployment, na.repository_secret}
+    theirs = {nb.serviceaccount, nb.role("x"), nb.pull_secret, nb.deployment, nb.repository_secret}
+    assert not mine & theirs
+    for name in mine | theirs:
+        assert len(name) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name), name
+    assert len(na.deployment) <= names.RELEASE_NAME_MAX
+
+
+def test_one_claims_objects_of_a_kind_never_share_a_name_across_namespaces() -> None:
+    n = ObjectNames(Identity("team-a", "podinfo", "podinfo", True, "team-a"))
+    roles = {n.role(ns) for ns in ("a", "b", "deploy", "team-a--web")} | {n.helm_storage_role}
+    assert len(roles) == 5
+    es = {n.pull_externalsecret(ns) for ns in ("a", "b")} | {
+        n.service_externalsecret("a", "db"),
+        n.service_externalsecret("b", "db"),
+    }
+    assert len(es) == 4
+
+
+def test_keys_cannot_meet() -> None:
+    """Fixed keys have no dot; per-namespace keys join DNS labels with dots (no dot inside)."""
+    combos = [("a", "b-c"), ("a-b", "c"), ("a", "b.c"), ("a.b", "c")]
+    keys = {names.key("externalsecret", ns, s) for ns, s in combos if "." not in ns}
+    assert len(keys) == 3
+    fixed = {
+        "deploy-namespace",
+        "serviceaccount-deployer",
+        "role-deploy",
+        "rolebinding-deploy",
+        "externalsecret-repository",
+    }
+    assert all("." not in k for k in fixed)
+    for ns in ("deploy", "repository", "pull", "deployer"):
+        assert names.legacy_key("namespace", ns) not in fixed
+        assert (
+            names.key("role", ns) not in fixed and names.key("externalsecret-pull", ns) not in fixed
+        )
+    long = names.key("externalsecret", "n" * 63, "s" * 253)
+    assert len(long) <= 253 and long != names.key("externalsecret", "n" * 63, "s" * 252 + "t")
+
+
+@pytest.mark.parametrize(
+    "key", ["apps/team-a/db", "apps/team-a/db_v2.prod", "arn:aws:x/team-a/y", "a@b=c+d"]
+)
+def test_plain_keys_pass(key: str) -> None:
+    remotekeys.segments(key, "k")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "apps/%2e%2e/x",
+        "apps\\x",
+        "apps/\x00",
+        "apps/a\nb",
+        "apps/\t",
+        "apps/\uff0e\uff0e/x",
+        "apps\uff0fx",
+        "apps\u2215x",
+        "apps/\u2024",
+        "/apps",
+        "apps/",
+        "apps//x",
+        "apps/./x",
+        "apps/..",
+        "apps/ x",
+        "apps/é",
+    ],
+)
+def test_keys_a_prefix_check_cannot_reason_about_are_refused(key: str) -> None:
+    with pytest.raises(PolicyViolation):
+        remotekeys.segments(key, "k")
+
+
+def test_prefixes_match_whole_segments() -> None:
+    ident = Identity("team", "podinfo", "podinfo", True, "team")
+    below = remotekeys.prefix("apps/{claimNamespace}/", ident, "p")
+    exact = remotekeys.prefix("apps/{claimNamespace}", ident, "p")
+    assert remotekeys.covered(["apps", "team", "db"], below) and not remotekeys.covered(
+        ["apps", "team"], below
+    )
+    assert remotekeys.covered(["apps", "team"], exact) and remotekeys.covered(
+        ["apps", "team", "x"], exact
+    )
+    assert not remotekeys.covered(["apps", "team-a", "db"], exact) and not remotekeys.covered(
+        ["apps", "team-a", "db"], below
+    )
+
+
+def _may_create(tenant: str, name: str) -> bool:
+    ident = Identity(tenant, "c", "c", True, tenant)
+    return bool(tenancy.compiled(DEFAULT_TENANT_PATTERN, ident, "p").fullmatch(name))
+
+
+def test_every_new_name_has_at_most_one_tenant() -> None:
+    """The default tenant pattern cannot be fooled by a hyphen: for every name, at most one of
+    these tenants (prefixes of each other) may create it."""
+    tenants = ["team", "team-a", "team-a-b", "team--a", "t", "team-b"]
+    candidates = {f"{t}--{s}" for t in tenants for s in ("a", "web", "a-b", "b--c")}
+    candidates |= {"team-a-web", "team-b-web", "team--a-x", "team-a--b", "team---a"}
+    # A tenant's own namespace (team--a, where its claims live) exists: create refuses it as
+    # existing-not-owned, existing refuses it without the tenant label; only free names count.
+    for name in candidates - set(tenants):
+        owners = [t for t in tenants if _may_create(t, name)]
+        assert len(owners) <= 1, (name, owners)
+    assert _may_create("team-a", "team-a--web") and not _may_create("team", "team-a--web")
+    assert not _may_create("team", "team-a") and not _may_create("team", "team-b-web")
+    assert not _may_create("team-a", "team-a-b") and not _may_create("team-a", "team--a-x")
+
+
+@settings(PROFILE)
+@given(
+    t1=dns_label,
+    t2=dns_label,
+    suffix=st.from_regex(r"[a-z0-9]{1,8}(-[a-z0-9]{1,8})?", fullmatch=True),
+)
+def test_tenant_space_is_disjoint(t1: str, t2: str, suffix: str) -> None:
+    name = f"{t1}--{suffix}"
+    if t1 != t2 and len(name) <= 63:
+        assert not _may_create(t2, name) or name == t2
+
+
+def test_deploy_namespace_pattern_is_reserved() -> None:
+    policy = Policy()
+    assert tenancy.reserved_pattern(policy) == "sack8s-*"
+    assert (
+        tenancy.reserved_pattern(Policy.model_validate({"deployNamespace": {"shared": "x"}}))
+        is None
+    )
+
+
+def test_namespaced_xr_and_forged_tenant_labels() -> None:
+    """A namespaced XR is the team's object: only its namespace is trusted. A claim's XR never
+    honours sack8s.io/tenant (Crossplane copies a claim's labels to its XR)."""
+    forged = {
+        "metadata": {
+            "name": "x",
+            "namespace": "team-b",
+            "labels": {
+                "crossplane.io/claim-namespace": "team-a",
+                "crossplane.io/claim-name": "x",
+                "sack8s.io/tenant": "team-a",
+            },
+        },
+        "spec": {"claimRef": {"namespace": "team-a", "name": "x"}},
+    }
+    assert identity_of(forged).tenant == "team-b"
+    claim_xr = {
+        "metadata": {
+            "name": "x-1",
+            "labels": {
+                "crossplane.io/claim-namespace": "team-b",
+                "crossplane.io/claim-name": "x",
+                "sack8s.io/tenant": "team-a",
+            },
+        }
+    }
+    assert identity_of(claim_xr).tenant == "team-b"
+    ops_xr = {"metadata": {"name": "svc", "labels": {"sack8s.io/tenant": "team-a"}}}
+    assert (
+        identity_of(ops_xr).tenant == "team-a"
+        and identity_of({"metadata": {"name": "svc"}}).tenant == "svc"
+    )
+
+
+def test_label_values_fit() -> None:
+    for text in ("x" * 253, "a.b", "a" * 63, "-x-", "x" * 64):
+        v = names.label_value(text)
+        assert len(v) <= 63 and re.fullmatch(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]", v), v
+    assert names.label_value("a" * 63) == "a" * 63
+    assert len({names.label_value("x" * 100 + c) for c in "abc"}) == 3
+
+
+def test_all_pairs_of_a_small_alphabet_are_injective() -> None:
+    """Exhaustive over short identities: (namespace, name) pairs whose joined text collides."""
+    parts = ["a", "b", "a-b", "b-a", "a-b-a", "ab"]
+    seen: dict[str, tuple[str, str]] = {}
+    for ns, name in itertools.product(parts, repeat=2):
+        n = ObjectNames(Identity(ns, name, name, True, ns))
+        for derived in (n.serviceaccount, n.deployment, n.pull_secret):
+            assert seen.setdefault(derived, (ns, name)) == (ns, name), derived
