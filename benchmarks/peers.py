@@ -131,20 +131,18 @@ subjects:
     namespace: {{ $dns }}
 ---
 apiVersion: protection.crossplane.io/v1beta1
-kind: Usage
+kind: ClusterUsage
 metadata:
-  name: {{ $name }}-namespace-{{ .name }}
-  namespace: {{ $dns }}
+  name: {{ $dns }}.{{ .name }}
   annotations:
-    gotemplating.fn.crossplane.io/composition-resource-name: usage.namespace-{{ .name }}
+    gotemplating.fn.crossplane.io/composition-resource-name: clusterusage.namespace-{{ .name }}
     gotemplating.fn.crossplane.io/ready: "True"
 {{- template "labels" $name }}
 spec:
   replayDeletion: true
-  reason: Kustomization uninstalls with the deployer's rights and secrets
-  by: {apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, resourceRef: {name: {{ $name
-      }}}}
-  of: {apiVersion: v1, kind: Namespace, resourceRef: {name: {{ .name }}}}
+  reason: the deploy namespace (Helm storage, deployer) outlives the target namespaces
+  by: {apiVersion: v1, kind: Namespace, resourceRef: {name: {{ .name }}}}
+  of: {apiVersion: v1, kind: Namespace, resourceRef: {name: {{ $dns }}}}
 ---
 apiVersion: protection.crossplane.io/v1beta1
 kind: Usage
@@ -247,22 +245,6 @@ spec:
   by: {apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, resourceRef: {name: {{ $name
       }}}}
   of: {apiVersion: v1, kind: ServiceAccount, resourceRef: {name: {{ $sa }}, namespace: {{ $dns }}}}
----
-apiVersion: protection.crossplane.io/v1beta1
-kind: Usage
-metadata:
-  name: {{ $name }}-namespace-deploy
-  namespace: {{ $dns }}
-  annotations:
-    gotemplating.fn.crossplane.io/composition-resource-name: usage.deploy-namespace
-    gotemplating.fn.crossplane.io/ready: "True"
-{{- template "labels" $name }}
-spec:
-  replayDeletion: true
-  reason: Kustomization uninstalls with the deployer's rights and secrets
-  by: {apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, resourceRef: {name: {{ $name
-      }}}}
-  of: {apiVersion: v1, kind: Namespace, resourceRef: {name: {{ $dns }}}}
 ---
 apiVersion: delivery.ocm.software/v1alpha1
 kind: Repository
@@ -385,7 +367,6 @@ class Sack8sPeer(BaseComposite):
 
         d = obj("deploy-namespace", "Namespace", "v1", objname=dns)
         d.metadata.labels["pod-security.kubernetes.io/enforce"] = "restricted"
-        usage("deploy-namespace", "v1", "Namespace", {{"name": dns}})
         for n in spec.namespaces:
             ns = str(n.name)
             o = obj("namespace-" + ns, "Namespace", "v1", objname=ns)
@@ -396,7 +377,17 @@ class Sack8sPeer(BaseComposite):
             rb = obj("rolebinding." + ns, "RoleBinding", "rbac.authorization.k8s.io/v1", ns, sa)
             rb.roleRef = {{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa}}
             rb.subjects = [{{"kind": "ServiceAccount", "name": sa, "namespace": dns}}]
-            usage("namespace-" + ns, "v1", "Namespace", {{"name": ns}})
+            cu = obj(
+                "clusterusage.namespace-" + ns,
+                "ClusterUsage",
+                "protection.crossplane.io/v1beta1",
+                None,
+                dns + "." + ns,
+            )
+            cu.spec.replayDeletion = True
+            cu.spec.reason = "the deploy namespace (Helm storage, deployer) outlives the target namespaces"
+            cu.spec.by = {{"apiVersion": "v1", "kind": "Namespace", "resourceRef": {{"name": ns}}}}
+            cu.spec.of = {{"apiVersion": "v1", "kind": "Namespace", "resourceRef": {{"name": dns}}}}
             usage("role." + ns, "rbac.authorization.k8s.io/v1", "Role", {{"name": sa, "namespace": ns}})
             usage("rolebinding." + ns, "rbac.authorization.k8s.io/v1", "RoleBinding", {{"name": sa, "namespace": ns}})
         for s in spec.secrets:

@@ -292,26 +292,37 @@ async def prepare(name: str, size: wl.Size, host: str, ttl_probe: bool) -> Prepa
     if fatal:
         raise SystemExit(f"workload {name}: sack8s answered Fatal: {fatal[0]}")
     # steady state: the XR carries the status it got, every composed object exists and is Ready
-    xr_obs = dict(xr)
-    xr_obs["status"] = struct(rsp.desired.composite.resource).get("status", {})
-    req = fnv1.RunFunctionRequest()
-    req.meta.tag = "bench"
-    sdkresource.update(req.observed.composite, xr_obs)
-    for k in rsp.requirements.resources:
-        req.required_resources[k].CopyFrom(fnv1.Resources())
-    for key in rsp.desired.resources:
-        obj = struct(rsp.desired.resources[key].resource)
-        obj["status"] = {
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "Available",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ]
-        }
-        sdkresource.update(req.observed.resources[key], obj)
+    # (reconciled until nothing new is composed: Namespaces first, then the rest, then Flux)
+    requirements = list(rsp.requirements.resources)
+    ready = {
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "Available",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ]
+    }
+    for _ in range(8):
+        before = sorted(rsp.desired.resources)
+        xr_obs = dict(xr)
+        xr_obs["status"] = struct(rsp.desired.composite.resource).get("status", {})
+        req = fnv1.RunFunctionRequest()
+        req.meta.tag = "bench"
+        sdkresource.update(req.observed.composite, xr_obs)
+        for k in requirements:
+            req.required_resources[k].CopyFrom(fnv1.Resources())
+        for key in rsp.desired.resources:
+            obj = struct(rsp.desired.resources[key].resource)
+            obj["status"] = ready
+            sdkresource.update(req.observed.resources[key], obj)
+        settling = fnv1.RunFunctionRequest()
+        settling.CopyFrom(req)
+        settling.input.update(policy)
+        rsp = await runner.RunFunction(settling, None)
+        if sorted(rsp.desired.resources) == before:
+            break
     sack = fnv1.RunFunctionRequest()
     sack.CopyFrom(req)
     sack.input.update(policy)

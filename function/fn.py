@@ -24,7 +24,7 @@ from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 from function import metrics
 from function.api.parse import parse_policy, parse_spec
 from function.cache import Memos
-from function.compose import admission, core
+from function.compose import admission, core, gates
 from function.compose.identity import identity_of
 from function.errors import SackError
 from function.requirements import requirements_for
@@ -36,27 +36,35 @@ def _struct(msg: Any) -> dict[str, Any]:
     return to_dict(msg)
 
 
+# What the function reads back from its own XR status: the sticky version (component), what
+# was already reported (warnings, blockedBy) and the version the Flux objects carry (deploy).
+XR_STATUS_READ = ("component", "warnings", "blockedBy", "deploy")
+
+
 def _observed_xr(res: Any) -> dict[str, Any]:
-    """The observed XR as far as the function reads it: identity, spec, and the
-    ``status.component`` it wrote last time (sticky versions) — not the rest of its status,
-    which would only be converted to be thrown away.
+    """The observed XR as far as the function reads it: identity, spec, and the parts of
+    its status in ``XR_STATUS_READ`` — not the rest (images, substitutions), which would only
+    be converted to be thrown away.
     """
     out = fields(res, ("apiVersion", "kind", "metadata", "spec"))
     if "status" in res.fields:
-        status = res.fields["status"].struct_value.fields
-        out["status"] = (
-            {"component": to_dict(status["component"].struct_value)}
-            if "component" in status
-            else {}
-        )
+        out["status"] = fields(res.fields["status"].struct_value, XR_STATUS_READ)
     return out
 
 
-def _observed_resource(res: Any) -> dict[str, Any]:
+def _observed_resource(key: str, res: Any) -> dict[str, Any]:
     """An observed composed resource as far as the core reads it: its kind and status
-    (readiness, the OCM gate); its presence is what keeps it from being dropped.
+    (readiness, the OCM gate); its presence is what keeps it from being dropped. For the Flux
+    objects and the OCM Component also spec and generation (what a closed gate keeps, what
+    the Component verifies).
     """
-    return fields(res, ("apiVersion", "kind", "status"))
+    if key not in gates.OBSERVED_SPEC_KEYS:
+        return fields(res, ("apiVersion", "kind", "status"))
+    out = fields(res, ("apiVersion", "kind", "status", "spec"))
+    meta = res.fields["metadata"].struct_value if "metadata" in res.fields else None
+    if meta is not None and "generation" in meta.fields:
+        out["metadata"] = fields(meta, ("generation",))
+    return out
 
 
 def _result(rsp: fnv1.RunFunctionResponse, severity: int, reason: str, message: str) -> None:
@@ -67,6 +75,22 @@ def _result(rsp: fnv1.RunFunctionResponse, severity: int, reason: str, message: 
             reason=reason,
             target=fnv1.TARGET_COMPOSITE_AND_CLAIM,
         )
+    )
+
+
+def _warnings_condition(warnings: list[dict[str, str]]) -> fnv1.Condition:
+    """``ConfigDataWarnings``: the current findings (``status.warnings``: the ConfigData
+    warnings and values no rule consumes), durable where events are sent once.
+    """
+    found = [w for w in warnings if w.get("message")]
+    return fnv1.Condition(
+        type="ConfigDataWarnings",
+        status=fnv1.STATUS_CONDITION_TRUE if found else fnv1.STATUS_CONDITION_FALSE,
+        reason="Found" if found else "None",
+        message=(f"{len(found)} warning(s); see status.warnings: " + found[0]["message"])[:1000]
+        if found
+        else "the ConfigData rules applied without warnings",
+        target=fnv1.TARGET_COMPOSITE_AND_CLAIM,
     )
 
 
@@ -216,7 +240,9 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             base_dir=self.base_dir,
         )
         values = got.values(spec, identity)
-        observed = {k: _observed_resource(v.resource) for k, v in req.observed.resources.items()}
+        observed = {
+            k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()
+        }
         out = core.compose(
             core.CoreInput(
                 spec=spec,
@@ -228,6 +254,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 values=values,
                 existing_namespaces=got.namespaces,
                 observed=observed,
+                xr_status=xr.get("status") or {},
             )
         )
         for key in sorted(out.resources):
@@ -253,6 +280,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 target=fnv1.TARGET_COMPOSITE_AND_CLAIM,
             )
         )
+        rsp.conditions.append(_warnings_condition(out.status.get("warnings") or []))
         log.info(
             "composed",
             resources=len(out.resources),

@@ -12,8 +12,8 @@ rights, secrets and deletion:
 * where the Flux object gets its chart or manifests, and where it deploys;
 * what waits on the gate (the Flux objects on the OCM Component), drawn even while the
   Flux objects are withheld;
-* which deletion a Usage orders: a dotted edge from the user (``by``, deleted first) to
-  the object it protects (``of``).
+* which deletion a Usage or ClusterUsage orders: a dotted edge from the user (``by``,
+  deleted first) to the object it protects (``of``).
 
 Pure and deterministic: the same render gives the same text, byte for byte, so the pictures
 in the README are regenerated and compared by a test.
@@ -27,6 +27,7 @@ from typing import Any
 
 ANNOTATION = "crossplane.io/composition-resource-name"
 FLUX_RELEASES = ("HelmRelease", "Kustomization")
+USAGES = ("Usage", "ClusterUsage")
 DOCKERCONFIG = "kubernetes.io/dockerconfigjson"
 
 
@@ -79,7 +80,7 @@ def mermaid(xr: Mapping[str, Any], resources: Iterable[Mapping[str, Any]]) -> st
     for o in objs:
         kind, meta = str(o.get("kind")), _meta(o)
         name, ns = str(meta.get("name", "")), str(meta.get("namespace") or "")
-        if kind == "Usage":
+        if kind in USAGES:
             continue
         if kind == "Namespace":
             composed_ns.add(name)
@@ -249,7 +250,7 @@ def mermaid(xr: Mapping[str, Any], resources: Iterable[Mapping[str, Any]]) -> st
 
     # Usages: the user (by) is deleted before what it uses (of).
     for o in objs:
-        if o.get("kind") != "Usage":
+        if o.get("kind") not in USAGES:
             continue
         spec, uns = _spec(o), str(_meta(o).get("namespace") or "")
         of, by = spec.get("of") or {}, spec.get("by") or {}

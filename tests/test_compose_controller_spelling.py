@@ -113,17 +113,15 @@ def _durations(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
 EXAMPLES = [
     ("examples/xr.yaml", "examples/composition.yaml", "helm"),
     ("examples/xr-kustomize.yaml", "examples/composition.yaml", "kustomize"),
-    ("examples/claim.yaml", "examples/composition-claim.yaml", None),
+    ("examples/claim.yaml", "examples/composition-claim.yaml", "claim"),
 ]
 
 
-@pytest.mark.parametrize("xr_file,composition,flavour", EXAMPLES)
-def test_every_composed_duration_is_in_go_spelling(xr_file: str, composition: str, flavour) -> None:
+@pytest.mark.parametrize("xr_file,composition,observed", EXAMPLES)
+def test_every_composed_duration_is_in_go_spelling(xr_file: str, composition: str, observed) -> None:
     xr, policy = _load(xr_file, composition)
-    kw: dict[str, Any] = {}
-    if flavour:
-        kw["observed"] = load_docs([REPO / "examples/observed" / flavour])
-    else:
+    kw: dict[str, Any] = {"observed": load_docs([REPO / "examples/observed" / observed])}
+    if observed == "claim":
         kw["required"] = load_docs([REPO / "examples/required"])
     found = [
         (o["kind"], path, v)
@@ -131,10 +129,7 @@ def test_every_composed_duration_is_in_go_spelling(xr_file: str, composition: st
         for path, v in _durations(o.get("spec") or {}, "spec")
     ]
     kinds = {k for k, _, _ in found}
-    # the scan sees what it must (the claim has no observed state: its Flux objects wait, gated)
-    assert (
-        {"ExternalSecret", "Component", "OCIRepository"} if flavour else {"ExternalSecret"}
-    ) <= kinds
+    assert {"ExternalSecret", "Component", "OCIRepository"} <= kinds
     bad = [(k, p, v) for k, p, v in found if durations.go_string(durations.parse(v)) != v]
     assert not bad, bad
 
@@ -157,7 +152,12 @@ def test_policy_durations_are_normalised() -> None:
 
 def test_every_secret_eso_creates_carries_the_claims_labels() -> None:
     xr, policy = _load("examples/claim.yaml", "examples/composition-claim.yaml")
-    out = _render(xr, policy, required=load_docs([REPO / "examples/required"]))
+    out = _render(
+        xr,
+        policy,
+        required=load_docs([REPO / "examples/required"]),
+        observed=load_docs([REPO / "examples/observed/claim"]),
+    )
     secrets = [o for o in out.resources if o["kind"] == "ExternalSecret"]
     assert secrets
     for es in secrets:

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from support.settle import converge
+
 from function.compose import names
 from support import example_component
 from function.render import claim_to_xr, input_from_composition, load_docs, render
@@ -29,8 +31,15 @@ def by_key(rendered) -> dict[str, dict[str, Any]]:
 
 
 def run(xr, policy, **kw):
-    """A successful render, checked against every tenancy invariant (tests/support/invariants.py)."""
-    out = asyncio.run(render(xr, policy, **kw))
+    """A successful render, checked against every tenancy invariant (tests/support/invariants.py).
+
+    Without observed state: what the claim composes once its reconciles settle (Namespaces
+    first, then what goes into them, then Flux: tests/support/settle.py).
+    """
+    if "observed" in kw:
+        out = asyncio.run(render(xr, policy, **kw))
+    else:
+        out = asyncio.run(converge(xr, policy, **kw))[0][-1]
     assert out.fatal is None, out.fatal.message if out.fatal else ""
     check_render(out, xr, policy, required=kw.get("required", ()))
     return out
@@ -47,6 +56,7 @@ def observed(flavour: str) -> list[dict[str, Any]]:
 # object apart; only the target Namespace keeps a name the claim chose, and its old key.
 DEPLOY_NS = "sack8s-podinfo-fsjctn6ijj4ewqmkaacg"
 DEPLOYMENT = "podinfo-obgz2gquadlvchpzhw4h"
+CLUSTER_USAGE = "podinfo-deploy-namespace-2jbhmytf5uqb3g6eokuo"
 GOLDEN_HELM_KEYS = {
     "deploy-namespace": ("Namespace", None, DEPLOY_NS),
     "namespace-podinfo": ("Namespace", None, "podinfo"),
@@ -63,6 +73,7 @@ GOLDEN_HELM_KEYS = {
     "ocm-resource": ("Resource", DEPLOY_NS, DEPLOYMENT),
     "flux-ocirepository": ("OCIRepository", DEPLOY_NS, DEPLOYMENT),
     "flux-helmrelease": ("HelmRelease", DEPLOY_NS, DEPLOYMENT),
+    "clusterusage.namespace-podinfo": ("ClusterUsage", None, CLUSTER_USAGE),
 }
 PULL_SECRET = "podinfo-pull-bsqemhuofkqppmlr2rv7"
 REPOSITORY_SECRET = "podinfo-repository-n5u5dmqihorga3be2zdw"
@@ -203,10 +214,11 @@ def test_adopt_where_policy_allows() -> None:
 
 def test_gate_withholds_flux_until_the_ocm_component_is_ready_at_the_version() -> None:
     xr, policy = load()
-    first = by_key(run(xr, policy))
-    assert "flux-helmrelease" not in first and "ocm-component" in first
-    second = by_key(run(xr, policy, observed=observed("helm")))
-    assert {"flux-ocirepository", "flux-helmrelease"} <= set(second)
+    renders, _ = asyncio.run(converge(xr, policy))
+    second = by_key(renders[1])  # the Namespaces exist: the Component and the deployer are composed
+    assert "flux-helmrelease" not in second and "ocm-component" in second
+    assert renders[1].xr["status"]["blockedBy"]["reason"] == "Creating"
+    assert {"flux-ocirepository", "flux-helmrelease"} <= set(by_key(renders[2]))
     wrong = observed("helm")
     for o in wrong:
         if o["kind"] == "Component":
@@ -236,7 +248,7 @@ def test_readiness_and_blocked_by_contract() -> None:
     assert cond["type"] == "DeploymentReady" and cond["status"] == "True"
     first = asyncio.run(render(xr, policy))
     blocked = first.xr["status"]["blockedBy"]
-    assert (blocked["kind"], blocked["name"], blocked["reason"]) == ("Namespace", DEPLOY_NS, "Creating")
+    assert (blocked["kind"], blocked["name"], blocked["reason"]) == ("Namespace", DEPLOY_NS, "WaitingForNamespace")
     assert first.xr["status"]["conditions"][0]["status"] == "False"
     obs = observed("helm")
     for o in obs:
@@ -306,18 +318,6 @@ def test_no_plain_http_means_no_insecure() -> None:
     assert "insecure" not in src and src["certSecretRef"] == {"name": "registry-ca"}
 
 
-def test_deletion_order_usages() -> None:
-    xr, policy = load()
-    got = by_key(run(xr, policy, observed=observed("helm")))
-    usages = [o for o in got.values() if o["kind"] == "Usage"]
-    by_flux = {(u["spec"]["of"]["kind"], u["spec"]["of"]["resourceRef"].get("namespace")) for u in usages if u["spec"]["by"]["kind"] == "HelmRelease"}
-    assert ("ServiceAccount", DEPLOY_NS) in by_flux and ("RoleBinding", "podinfo") in by_flux and ("ExternalSecret", "podinfo") in by_flux
-    ns_usages = [u for u in usages if u["spec"]["of"]["kind"] == "Namespace"]
-    assert {u["spec"]["of"]["resourceRef"]["name"] for u in ns_usages} == {"podinfo", DEPLOY_NS}
-    for u in ns_usages:
-        assert u["metadata"]["namespace"] == u["spec"]["of"]["resourceRef"]["name"]
-
-
 def test_registry_credential_template_cannot_be_broken_by_a_quote() -> None:
     """The dockerconfigjson is assembled by toJson, never by string concatenation of secret values."""
     xr, policy = load()
@@ -353,6 +353,7 @@ def test_schema_violations_are_fatal_unless_the_policy_downgrades_them_to_warnin
     policy = copy.deepcopy(policy)
     policy["configData"] = {"schemaViolations": "Warning"}
     out = run(xr, policy)
-    warnings = [r.message for r in out.results if r.severity == fnv1.SEVERITY_WARNING]
+    # Sent as an event once (the first reconcile); kept in status.warnings from then on.
+    warnings = [w["message"] for w in out.xr["status"]["warnings"]]
     assert any("values.replicas: 'two' is not of type 'integer' (schema rule properties/replicas/type)" in w
                and "reported as a warning" in w for w in warnings), warnings

@@ -20,6 +20,7 @@ import pytest
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from support.faultproxy import MARKER
+from support.settle import converge
 from test_soak import namespaces_required
 from support.oci_env import PASSWORD, USER, basic_auth_registry, fault_proxy, fixture_registry, htpasswd_file, proxy  # noqa: F401
 
@@ -76,10 +77,16 @@ def runner() -> FunctionRunner:
     return FunctionRunner(sources=SourceFactory(cache=Cache()))
 
 
+def settled(xr: dict[str, Any], policy: dict[str, Any], **kw: Any):
+    """The render once every composed object exists (Namespaces first, then the rest, then Flux)."""
+    renders, _ = asyncio.run(converge(xr, policy, runner=runner(), **kw))
+    return renders[-1]
+
+
 @pytest.mark.parametrize("mode", sorted(DESCRIPTOR_MANIFESTS))
 def test_helm_in_every_transfer_mode(fixture_registry, mode: str) -> None:
     xr, policy = setup(fixture_registry.host, mode)
-    out = asyncio.run(render(xr, policy, runner=runner()))
+    out = settled(xr, policy)
     assert out.fatal is None, out.fatal.message
     repo = f"{fixture_registry.host}/{mode}/component-descriptors/acme.org/sack8s/podinfo"
     got = keyed(out)
@@ -98,7 +105,7 @@ def test_helm_in_every_transfer_mode(fixture_registry, mode: str) -> None:
 @pytest.mark.parametrize("mode", sorted(DESCRIPTOR_MANIFESTS))
 def test_kustomize_in_every_transfer_mode(fixture_registry, mode: str) -> None:
     xr, policy = setup(fixture_registry.host, mode, "examples/xr-kustomize.yaml")
-    out = asyncio.run(render(xr, policy, runner=runner()))
+    out = settled(xr, policy)
     assert out.fatal is None, out.fatal.message
     repo = f"{fixture_registry.host}/{mode}/component-descriptors/acme.org/sack8s/podinfo"
     got = keyed(out)
@@ -164,7 +171,7 @@ def test_range_rereads_only_the_tag_list_after_its_ttl(proxy) -> None:
 
 def test_registry_fault_on_a_later_reconcile_is_one_fatal_and_keeps_desired(proxy) -> None:
     xr, policy = setup(proxy.host, "source")
-    first = asyncio.run(render(copy.deepcopy(xr), policy, runner=runner()))
+    first = settled(copy.deepcopy(xr), policy)
     assert first.fatal is None
     # A new replica (cold cache) reconciles while the registry answers 500.
     proxy.fault("500")

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", REPO / "docs" / "graph.md"]
 BY_ID = {c.id: c for c in CASES}
 # marker name in the docs -> example case
-PICTURES = {"helm": "helm-observed", "kustomize": "kustomize-observed", "helm-gated": "helm"}
+PICTURES = {"helm": "helm-observed", "kustomize": "kustomize-observed", "helm-gated": "helm-gated"}
 MARKER = re.compile(
     r"(<!-- sack8s-graph: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /sack8s-graph -->)", re.S
 )
@@ -91,7 +91,7 @@ def test_helm_graph_has_the_edges_a_reader_needs():
     assert f'  subgraph ns_{deploy_ns.replace("-", "_")}["Namespace {deploy_ns} (deploy namespace)"]' in g
     assert '  subgraph ns_podinfo["Namespace podinfo (target namespace)"]' in g
     for d in docs[1:]:
-        if d["kind"] not in ("Usage", "Namespace"):
+        if d["kind"] not in ("Usage", "ClusterUsage", "Namespace"):
             key = d["metadata"]["annotations"]["crossplane.io/composition-resource-name"]
             node = re.sub(r"[^A-Za-z0-9_]", "_", key)
             assert f'n_{node}["{d["kind"]}<br/>{d["metadata"]["name"]}"]' in g, key
@@ -116,17 +116,15 @@ def test_helm_graph_has_the_edges_a_reader_needs():
     # what waits on the gate
     assert 'n_ocm_component ==>|"gate: Ready at 6.2.0"| n_flux_helmrelease' in g
     assert 'n_ocm_component ==>|"gate: Ready at 6.2.0"| n_flux_ocirepository' in g
-    # one dotted edge per Usage, from `by` to `of`
-    usages = [d for d in docs if d["kind"] == "Usage"]
-    assert g.count('-.->|"deleted before"|') == len(usages) == 10
+    # one dotted edge per Usage and ClusterUsage, from `by` to `of`
+    usages = [d for d in docs if d["kind"] in ("Usage", "ClusterUsage")]
+    assert g.count('-.->|"deleted before"|') == len(usages) == 9
     assert 'n_flux_helmrelease -.->|"deleted before"| n_role_podinfo' in g
-    assert (
-        'n_rolebinding_podinfo -.->|"deleted before"| ns_podinfo' in g
-    )  # the Namespace is the box
+    assert 'ns_podinfo -.->|"deleted before"| ns_sack8s_podinfo' in g  # Namespaces are the boxes
 
 
 def test_gated_graph_shows_what_waits():
-    g = graph("helm")
+    g = graph("helm-gated")
     assert re.search(r"HelmRelease and OCIRepository<br/>podinfo-[a-z2-7]{20}<br/>\(withheld until the gate opens\)", g)
     assert 'n_ocm_component ==>|"gate: Ready at 6.2.0"| n_withheld_flux' in g
     assert "n_flux_helmrelease" not in g

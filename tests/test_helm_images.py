@@ -39,8 +39,9 @@ from support.imageref import ImageRef, parse
 from support.oci_env import need_gardener_ocm, registry_bin
 from support.registry import RegistryServer
 from support.tlsca import make_pki
+from support.settle import converge
 
-from function.render import load_docs, render
+from function.render import load_docs
 
 pytestmark = pytest.mark.registry
 
@@ -116,7 +117,8 @@ def compose(host: str, mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
     # The e2e policy downgrades image-pair defects for the fixture registry's ConfigData; the
     # bundled ConfigData has none, so the product default (Fatal) applies here.
     policy.pop("configData", None)
-    out = asyncio.run(render(xr, policy))
+    renders, _ = asyncio.run(converge(xr, policy))  # the Flux objects follow their Namespaces
+    out = renders[-1]
     assert out.fatal is None, out.fatal.message
     by_kind = {o["kind"]: o for o in out.resources}
     return by_kind["HelmRelease"], by_kind["OCIRepository"]

@@ -384,10 +384,6 @@ def check(
     got = {_key(o): o for o in out.resources}
     observed_keys = {_key(o) for o in observed}
     for obj in observed if keeps_observed else ():
-        if obj.get("kind") == "Usage" and not FLUX_KEYS & observed_keys:
-            # A Usage "by" a Flux object that does not exist, with the gate closed: dropped today.
-            # Edge case, tests/test_security_hostile.py::test_observed_usage_kept_while_gate_closes (xfail).
-            continue
         assert _key(obj) in got, f"observed {_key(obj)} dropped from the desired state"
     for key, obj in got.items():
         meta = obj.get("metadata") or {}
@@ -400,11 +396,20 @@ def check(
         problem = schema_problem(clean)
         assert problem is None, f"{key} ({obj.get('kind')}) fails its schema: {problem}"
     Status.model_validate({k: v for k, v in (out.xr.get("status") or {}).items() if k != "conditions"})
-    if got:  # complete: the deployer, its RBAC in every target namespace, a Flux source
+    # Namespaces first: nothing new goes into a Namespace composed here before it is observed.
+    awaited = {o["metadata"]["name"] for k, o in got.items() if o.get("kind") == "Namespace" and k not in observed_keys}
+    for key, obj in got.items():
+        ns = (obj.get("metadata") or {}).get("namespace")
+        assert ns not in awaited or key in observed_keys, f"{key} composed into Namespace {ns} before it exists"
+    if got and not awaited:  # complete: the deployer, its RBAC in every target namespace, a Flux source
         assert "serviceaccount-deployer" in got, sorted(got)
         assert any(k.startswith("role.") for k in got) and any(k.startswith("rolebinding.") for k in got), sorted(got)
         if "flux-helmrelease" in got:
-            assert "flux-ocirepository" in got, sorted(got)
+            assert {"role-deploy", "rolebinding-deploy"} <= set(got), sorted(got)
+            # A closed gate never creates a source for a version nobody vouched for: it keeps
+            # what is observed; a release composed anew comes with its source.
+            if "flux-helmrelease" not in observed_keys:
+                assert "flux-ocirepository" in got, sorted(got)
         if xr is not None and policy is not None:
             check_render(out, xr, policy, required=req)
 

@@ -146,9 +146,10 @@ def _variants(req: fnv1.RunFunctionRequest) -> dict[str, fnv1.RunFunctionRequest
     out["a credential is added"] = cred
 
     inp = copy.deepcopy(req)
-    flux = dict(inp.input["flux"]) if "flux" in inp.input else {}
-    flux["interval"] = "7m0s"
-    inp.input.update({"flux": flux})
+    # A field of what this first reconcile composes (its Namespaces: Flux waits for them).
+    namespaces = dict(inp.input["namespaces"]) if "namespaces" in inp.input else {}
+    namespaces["podSecurity"] = {"enforce": "privileged"}
+    inp.input.update({"namespaces": namespaces})
     out["the function input changes"] = inp
 
     spec = copy.deepcopy(req)

@@ -41,6 +41,7 @@ from crossplane.function import logging as sdklogging
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from support import example_component
 from support.invariants import Ledger, check_render, key_of
+from support.settle import settle
 
 from function.cache import Cache
 from function.fn import FunctionRunner
@@ -243,13 +244,44 @@ def world(tmp: Path | None = None) -> World:
     return World(base_claim(), strict_policy(), [namespace("team-a")], gate_open(), tmp)
 
 
+KEY = "crossplane.io/composition-resource-name"
+
+
 def run(w: World) -> Rendered:
+    """What the claim composes once its reconciles settle: each render's objects are observed
+    by the next (Namespaces first, then what goes into them, then Flux: compose/gates.py),
+    on top of what the world holds. The first Fatal, or the last render."""
     runner = FunctionRunner(sources=SourceFactory(cache=Cache()), base_dir=REPO)
-    return asyncio.run(
-        render(
-            w.xr(), copy.deepcopy(w.policy), observed=w.observed, required=w.required, runner=runner
+
+    def once(observed: list[dict[str, Any]]) -> Rendered:
+        return asyncio.run(
+            render(
+                w.xr(), copy.deepcopy(w.policy), observed=observed, required=w.required, runner=runner
+            )
         )
-    )
+
+    out = once(w.observed)
+    for _ in range(6):
+        if out.fatal is not None:
+            return out
+        seen = {o["metadata"]["annotations"][KEY]: o for o in w.observed}
+        seen.update({o["metadata"]["annotations"][KEY]: o for o in settle(out.resources)})
+        again = once(list(seen.values()))
+        if [r["metadata"] for r in again.resources] == [r["metadata"] for r in out.resources]:
+            return again
+        out = again
+    return out
+
+
+def settled_observed(w: World) -> list[dict[str, Any]]:
+    """The world's observed state plus everything the claim composes, settled (for renders
+    through `sack8s render`, which run one reconcile)."""
+    out = run(w)
+    if out.fatal is not None:
+        return list(w.observed)
+    seen = {o["metadata"]["annotations"][KEY]: o for o in w.observed}
+    seen.update({o["metadata"]["annotations"][KEY]: o for o in settle(out.resources)})
+    return list(seen.values())
 
 
 def one_fatal(out: Any, where: str, *parts: str) -> str:
@@ -1305,7 +1337,7 @@ def test_attack_through_sack8s_render(attack: Attack, tmp_path: Path) -> None:
     if w.required:
         (tmp_path / "required.yaml").write_text(yaml.safe_dump_all(w.required))
         args += ["--required-resources", str(tmp_path / "required.yaml")]
-    (tmp_path / "observed.yaml").write_text(yaml.safe_dump_all(w.observed))
+    (tmp_path / "observed.yaml").write_text(yaml.safe_dump_all(settled_observed(w)))
     args += ["--observed", str(tmp_path / "observed.yaml")]
     proc = subprocess.run(
         args,

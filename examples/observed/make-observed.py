@@ -1,67 +1,54 @@
-"""Regenerate the observed state used for a second reconcile of the examples.
+"""Regenerate the observed state of the examples once every composed object exists.
 
-Runs the function twice (the second time with the first result observed, so the gate opens),
-then marks every composed object as created and Ready, and the OCM Component Ready at the
-resolved version. Usage: python examples/observed/make-observed.py (from the repository root).
+Runs the function, marks every composed object as created and Ready (the OCM Component Ready
+at the resolved version, reconciled at its generation) and runs it again with that observed,
+until nothing new is composed: Namespaces first, then what goes into them, then the Flux
+objects once the gate opens, then the Usages. Usage: python examples/observed/make-observed.py
+(from the repository root).
 """
 
 import asyncio
-import copy
+import sys
 from pathlib import Path
 
 from crossplane.function import logging
 
-from function.render import dump_yaml, input_from_composition, load_docs, render
+from function.render import claim_to_xr, dump_yaml, input_from_composition, load_docs
 
-EXAMPLES = {"helm": "examples/xr.yaml", "kustomize": "examples/xr-kustomize.yaml"}
+sys.path.insert(0, "tests")
+from support.settle import converge, settle  # noqa: E402 - the tests' stand-in for a cluster
 
-
-def settle(resources):
-    out = []
-    for obj in resources:
-        o = copy.deepcopy(obj)
-        if o["kind"] not in ("Namespace", "ServiceAccount", "Role", "RoleBinding"):
-            o["status"] = {
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "True",
-                        "reason": "Ready",
-                        "message": "Ready",
-                        "lastTransitionTime": "2026-12-01T00:00:00Z",
-                    }
-                ]
-            }
-            if o["kind"] == "Component":
-                o["status"]["component"] = {
-                    "component": o["spec"]["component"],
-                    "version": o["spec"]["semver"],
-                    "repositorySpec": {
-                        "type": "OCIRegistry",
-                        "baseUrl": "http://127.0.0.1:5000",
-                        "subPath": "source",
-                    },
-                }
-        out.append(o)
-    return out
+# name: (XR or claim, Composition, required resources)
+EXAMPLES = {
+    "helm": ("examples/xr.yaml", "examples/composition.yaml", None),
+    "kustomize": ("examples/xr-kustomize.yaml", "examples/composition.yaml", None),
+    "claim": ("examples/claim.yaml", "examples/composition-claim.yaml", "examples/required"),
+}
 
 
 async def main() -> None:
     logging.configure(logging.Level.DISABLED)
-    policy = input_from_composition(load_docs(["examples/composition.yaml"])[0], "composition")
-    for flavour, xr_file in EXAMPLES.items():
-        xr = load_docs([xr_file])[0]
-        first = await render(xr, policy)
-        second = await render(xr, policy, observed=settle(first.resources))
+    for flavour, (xr_file, composition, required) in EXAMPLES.items():
+        policy = input_from_composition(load_docs([composition])[0], composition)
+        xr = claim_to_xr(load_docs([xr_file])[0])
+        renders, _ = await converge(xr, policy, required=load_docs([required]) if required else [])
+        last = renders[-1]
         path = Path("examples/observed") / flavour / "observed.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
+        if flavour == "helm":  # after the first reconcile: the Namespaces exist, Flux waits
+            gated = Path("examples/observed/helm-gated/observed.yaml")
+            gated.parent.mkdir(parents=True, exist_ok=True)
+            gated.write_text(
+                "# Observed composed resources after the first reconcile of " + xr_file + ": the\n"
+                "# Namespaces. Made by make-observed.py.\n"
+                + dump_yaml(settle(renders[0].resources)).removeprefix("---\n")
+            )
         path.write_text(
-            "# Observed composed resources after the first reconciles of "
+            "# Observed composed resources once every object of "
             + xr_file
-            + ": all created\n"
+            + " is composed: all created\n"
             "# and Ready, the OCM Component Ready at the resolved version. "
-            "Made by make-observed.py.\n"
-            + dump_yaml(settle(second.resources)).removeprefix("---\n")
+            "Made by make-observed.py.\n" + dump_yaml(settle(last.resources)).removeprefix("---\n")
         )
 
 

@@ -281,6 +281,16 @@ class StatusDeploy(Model):
     serviceAccount: str | None = None
     fluxKind: str | None = None
     fluxName: str | None = None
+    version: str | None = Field(
+        default=None,
+        description="The component version whose source digest and values the Flux objects carry; "
+        "while the OCM gate holds a version change it stays at the previous one.",
+    )
+
+
+class StatusWarning(Model):
+    reason: str
+    message: str
 
 
 class Status(Model):
@@ -290,6 +300,11 @@ class Status(Model):
     images: list[StatusImage] = Field(default_factory=list)
     configData: StatusConfigData | None = None
     deploy: StatusDeploy | None = None
+    warnings: list[StatusWarning] = Field(
+        default_factory=list,
+        description="Findings that still compose (e.g. ConfigData warnings), current as of the "
+        "last reconcile; each is sent as a Warning event only when it first appears or changes.",
+    )
     blockedBy: StatusBlocked | None = Field(
         default=None,
         description="The composed object that blocks readiness, and why. Empty when ready.",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from function.api.claim import Model, PolicyRule
+from function.api.claim import DNS_SUBDOMAIN, Model, PolicyRule
 
 INPUT_GROUP = "sack8s.fn.crossplane.io"
 INPUT_VERSION = "v1beta1"
@@ -221,14 +221,70 @@ class FluxPolicy(Model):
     upgrade: FluxUpgrade = Field(default_factory=FluxUpgrade)
 
 
+class SecretName(Model):
+    name: str = Field(pattern=DNS_SUBDOMAIN, max_length=253)
+
+
+class OcmVerification(Model):
+    """One signature the OCM Component must verify (its ``spec.verify[]``) before Flux deploys."""
+
+    signature: str = Field(
+        min_length=1,
+        max_length=253,
+        description="Name of the signature in the component descriptor.",
+    )
+    publicKey: str | None = Field(
+        default=None,
+        max_length=65536,
+        description="PEM public key or certificate (not secret); composed base64-encoded as the "
+        "Component's verify[].value, so it works in every deploy namespace.",
+    )
+    secretRef: SecretName | None = Field(
+        default=None,
+        description="A Secret in the deploy namespace holding the public key under a key named "
+        "like the signature (for a shared deploy namespace, or Secrets ops provision).",
+    )
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> "OcmVerification":
+        if (self.publicKey is None) == (self.secretRef is None):
+            raise ValueError(
+                f"signature {self.signature!r}: set exactly one of publicKey and secretRef"
+            )
+        if self.publicKey is not None and not self.publicKey.strip().startswith("-----BEGIN "):
+            raise ValueError(
+                f"signature {self.signature!r}: publicKey must be PEM (-----BEGIN ...)"
+            )
+        return self
+
+
 class OcmPolicy(Model):
     enabled: bool = Field(default=True, description="Compose OCM delivery.ocm.software objects.")
     gate: bool = Field(
         default=True,
         description="Compose Flux objects only once the OCM Component is Ready at the resolved "
-        "version.",
+        "version (and verifying every verify[] signature); until then, Flux objects keep what "
+        "they deploy.",
     )
     interval: str = "10m"
+    verify: list[OcmVerification] = Field(
+        default_factory=list,
+        description="Signatures the OCM Component verifies (Component spec.verify). The gate "
+        "opens only once the Component is Ready with all of them configured. Needs enabled "
+        "and gate.",
+    )
+
+    @model_validator(mode="after")
+    def _verify_needs_the_gate(self) -> "OcmPolicy":
+        if self.verify and not (self.enabled and self.gate):
+            raise ValueError(
+                "verify needs enabled and gate: only the gate makes verification guard what "
+                "Flux deploys"
+            )
+        names = [v.signature for v in self.verify]
+        if len(set(names)) != len(names):
+            raise ValueError("verify lists a signature twice")
+        return self
 
 
 class SourcePolicy(Model):

@@ -142,7 +142,7 @@ _COMPOSED_KINDS = [
     ("source.toolkit.fluxcd.io", ["ocirepositories"]),
     ("helm.toolkit.fluxcd.io", ["helmreleases"]),
     ("kustomize.toolkit.fluxcd.io", ["kustomizations"]),
-    ("protection.crossplane.io", ["usages"]),
+    ("protection.crossplane.io", ["usages", "clusterusages"]),
 ]
 _RW = ["get", "list", "watch", "create", "update", "patch", "delete"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from function.api.claim import PolicyRule, Spec, StoreRef
 from function.api.policy import Policy, RegistryPolicy, SecretStorePolicy
-from function.compose import names, remotekeys, tenancy
+from function.compose import gates, names, remotekeys, tenancy
 from function.compose.identity import Identity
 from function.compose.objectnames import ObjectNames
 from function.errors import InvalidClaim, InvalidPolicy, PolicyViolation
@@ -327,6 +327,7 @@ def admit(spec: Spec, policy: Policy, identity: Identity, repository: Repository
     """Every policy check, before anything is fetched or composed: the deploy namespace and registry
     entry.
     """
+    gates.check_version(spec, policy)
     deploy_ns = deploy_namespace(policy, identity)
     check_namespaces(spec, policy, deploy_ns, identity)
     registry = registry_for(

@@ -18,8 +18,10 @@ from function.api.claim import Spec
 from function.api.policy import Policy
 from function.compose import (
     collisions,
+    events,
     externalsecrets,
     flux,
+    gates,
     images,
     namespaces,
     ocmobjects,
@@ -56,13 +58,11 @@ class CoreInput:
     values: Mapping[str, Any] | None = None
     existing_namespaces: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
     observed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The XR's status as the last successful reconcile wrote it: what was already reported.
+    xr_status: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Note:
-    severity: Literal["Normal", "Warning"]
-    reason: str
-    message: str
+Note = events.Note
 
 
 @dataclass
@@ -173,25 +173,11 @@ def unused_values_note(
     return Note("Warning", "UnusedValues", f"spec.values: {message}")
 
 
-def _gate_open(inp: CoreInput) -> tuple[bool, str]:
-    if not (inp.policy.ocm.enabled and inp.policy.ocm.gate):
-        return True, ""
-    obs = inp.observed.get(ocmobjects.key_component())
-    if obs is None:
-        return False, "the OCM Component is not created yet"
-    cond = readiness.ready_condition(obs) or {}
-    if cond.get("status") != "True":
-        return (
-            False,
-            f"the OCM Component is not Ready ({cond.get('reason') or 'no Ready condition yet'})",
-        )
-    seen = ((obs.get("status") or {}).get("component") or {}).get("version")
-    if seen != inp.loaded.component.version:
-        return (
-            False,
-            f"the OCM Component reports version {seen!r}, not {inp.loaded.component.version!r}",
-        )
-    return True, ""
+def _deployed_version(xr_status: Mapping[str, Any]) -> str | None:
+    """``status.deploy.version`` as the last successful reconcile wrote it (None if unknown)."""
+    deploy = xr_status.get("deploy")
+    version = deploy.get("version") if isinstance(deploy, Mapping) else None
+    return version if isinstance(version, str) and version else None
 
 
 def _json_value(v: Any) -> str:
@@ -228,13 +214,43 @@ def compose(inp: CoreInput) -> CoreOutput:
         spec, policy, _image_hosts(inp, table), inp.repository.host
     )
 
-    desired: dict[str, dict[str, Any]] = {}
-    collisions.merge(desired, namespaces.build(ctx, inp.existing_namespaces, inp.observed))
-    collisions.merge(desired, rbac.build(ctx))
-    collisions.merge(desired, externalsecrets.build(ctx, image_hosts))
+    built: dict[str, dict[str, Any]] = {}
+    collisions.merge(built, namespaces.build(ctx, inp.existing_namespaces, inp.observed))
+    collisions.merge(built, rbac.build(ctx))
+    collisions.merge(built, externalsecrets.build(ctx, image_hosts))
     if policy.ocm.enabled:
-        collisions.merge(desired, ocmobjects.build(ctx, cv, deployable))
+        gates.check_resolved(cv.version, policy)
+        collisions.merge(built, ocmobjects.build(ctx, cv, deployable))
+    flux_objs = flux.build(ctx, src, mutation)
+    release_key = flux.key_release(flavour)
 
+    planned = usages.build(ctx, {**built, **flux_objs}, release_key, namespaces.key_deploy())
+    # Every object this claim can compose, checked once, whatever is withheld this reconcile:
+    # a collision is the same Fatal on the first reconcile as on every later one.
+    candidates = dict(built)
+    collisions.merge(candidates, flux_objs)
+    collisions.merge(candidates, {u.key: u.obj for u in planned})
+    collisions.check(candidates)
+
+    # Namespaces first: nothing goes into a Namespace composed here before it is observed.
+    waits = gates.namespace_waits({**built, **flux_objs}, inp.observed)
+    desired = {k: v for k, v in built.items() if k not in waits}
+    # Flux deploys once the gate opens and, the first time, once what must outlive it exists.
+    gate = gates.ocm_gate(policy, inp.observed.get(ocmobjects.key_component()), cv.version)
+    protected = [k for k, o in built.items() if o["kind"] in usages.PROTECTED_KINDS]
+    ready_to_start = not waits and all(k in inp.observed for k in protected)
+    plan = gates.plan_flux(flux_objs, inp.observed, gate, ready_to_start)
+    collisions.merge(desired, plan.objects)
+    # A Usage is composed once its ``of`` exists and its ``by`` is composed; an observed one stays.
+    for u in planned:
+        exists = u.of_key in desired and u.of_key in inp.observed
+        if u.key in inp.observed or (exists and u.by_key in desired):
+            collisions.merge(desired, {u.key: u.obj})
+    for key in gates.namespace_waits(desired, inp.observed):  # a Usage goes where its by lives
+        del desired[key]
+
+    ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
+    blocked = readiness.first_blocker(desired, ready, inp.observed)
     notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
     notes.extend(
         Note("Warning", "ConfigDataWarning", w)
@@ -248,41 +264,32 @@ def compose(inp: CoreInput) -> CoreOutput:
     unused = unused_values_note(policy, flavour, cd, mutation)
     if unused is not None:
         notes.append(unused)
-    flux_objs = flux.build(ctx, src, mutation)
-    gate_open, why = _gate_open(inp)
-    already = any(k in inp.observed for k in flux_objs)
-    flux_key: str | None = flux.key_release(flavour)
-    if gate_open or already:
-        collisions.merge(desired, flux_objs)
-    else:
-        flux_key = None
-        notes.append(
-            Note(
-                "Normal",
-                "WaitingForOCMComponent",
-                f"Flux objects wait for the OCM Component: {why}",
+    waited = sorted(set(waits.values()))
+    if blocked is not None and blocked.kind == "Namespace" and blocked.name in waited:
+        count = sum(1 for ns in waits.values() if ns == blocked.name)
+        why = f"not created yet; {count} composed objects wait for it"
+        blocked = readiness.Blocker("Namespace", blocked.name, None, "WaitingForNamespace", why)
+        why = f"{count} composed objects wait for Namespace {blocked.name}"
+        notes.append(Note("Normal", "WaitingForNamespace", why))
+    deployed = cv.version if plan.state == "current" else _deployed_version(inp.xr_status)
+    if plan.state != "current" and not gate.open:
+        if plan.state == "held":
+            kept = deployed or "their observed version"
+            why = (
+                f"Flux objects keep the source and values of {kept} until the OCM Component "
+                f"is ready for {cv.version}: {gate.why}"
             )
-        )
-    # Usages are built as if the Flux release were composed; while it is withheld, only the
-    # ones already observed stay (never dropped because a dependency is not ready).
-    for key, usage in usages.build(
-        ctx, {**desired, **flux_objs}, flux.key_release(flavour)
-    ).items():
-        if (
-            flux_key is not None
-            or key in inp.observed
-            or usage["spec"]["by"]["kind"] != flux.kind_of(flavour)
-        ):
-            collisions.merge(desired, {key: usage})
-    collisions.check(desired)
-
-    ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
-    blocked = readiness.first_blocker(desired, ready, inp.observed)
-    if blocked is None and flux_key is None:
-        comp = desired.get(ocmobjects.key_component(), {}).get("metadata", {})
-        blocked = readiness.Blocker(
-            "Component", comp.get("name", ""), comp.get("namespace"), "WaitingForOCMComponent", why
-        )
+        else:
+            why = f"Flux objects wait for the OCM Component: {gate.why}"
+        if not waits:  # while Namespaces are awaited, that is the news
+            notes.append(Note("Normal", "WaitingForOCMComponent", why))
+        if blocked is None:
+            comp = desired.get(ocmobjects.key_component(), {}).get("metadata", {})
+            name, ns = comp.get("name", ""), comp.get("namespace")
+            blocked = readiness.Blocker("Component", name, ns, "WaitingForOCMComponent", why)
+    if blocked is None and plan.state == "withheld":  # defensive: always a blocker above
+        kind = flux.kind_of(flavour)
+        blocked = readiness.Blocker(kind, ctx.flux_name, deploy_ns, "Creating", "not created yet")
 
     status: dict[str, Any] = {
         "component": {
@@ -298,6 +305,7 @@ def compose(inp: CoreInput) -> CoreOutput:
             "serviceAccount": ctx.deployer_name,
             "fluxKind": flux.kind_of(flavour),
             "fluxName": ctx.flux_name,
+            **({"version": deployed} if deployed else {}),
         },
         "configData": {
             "resource": cd.name if cd else None,
@@ -329,4 +337,6 @@ def compose(inp: CoreInput) -> CoreOutput:
         }
     if cd is None:
         del status["configData"]["resource"]
+    status["warnings"] = events.current_warnings(notes)
+    notes = events.to_emit(notes, blocked, inp.xr_status)
     return CoreOutput(desired, ready, status, notes, blocked is None, blocked)

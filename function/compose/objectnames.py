@@ -69,3 +69,12 @@ class ObjectNames:
         return names.hashed(
             f"{self.identity.name}-{of_kind.lower()}", self.identity.digest("usage", key)
         )
+
+    def cluster_usage(self, target_namespace: str) -> str:
+        """The ClusterUsage keeping the deploy namespace until ``target_namespace`` is gone
+        (cluster-scoped: unique across claims through the claim's identity in the hash).
+        """
+        return names.hashed(
+            f"{self.identity.name}-deploy-namespace",
+            self.identity.digest("clusterusage", target_namespace),
+        )

@@ -5,11 +5,18 @@ status) while the function does localization and configuration itself. The Compo
 pinned to the version the function resolved, with ``downgradePolicy: Allow``: the claim
 already pins the version, so rolling back must not leave the Component stuck. Localized
 images are reported in XR status, not as one Resource each.
+
+With ``ocm.verify`` in the policy the Component verifies those signatures (``spec.verify``);
+the OCM controller then reports it Ready only for a version whose signatures verify, and the
+gate (compose/gates.py) opens only for such a Component.
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
+
+from function.api.policy import OcmPolicy
 
 from function.compose.context import Context
 from function.compose.durations import canonical
@@ -44,6 +51,18 @@ def _ocm_config(ctx: Context) -> list[dict[str, Any]]:
     ]
 
 
+def verify(policy: OcmPolicy) -> list[dict[str, Any]]:
+    """``Component.spec.verify``: the controller base64-decodes ``value``; a Secret holds raw bytes."""
+    out: list[dict[str, Any]] = []
+    for v in policy.verify:
+        if v.publicKey is not None:
+            value = base64.b64encode(v.publicKey.encode()).decode()
+            out.append({"signature": v.signature, "value": value})
+        elif v.secretRef is not None:
+            out.append({"signature": v.signature, "secretRef": {"name": v.secretRef.name}})
+    return out
+
+
 def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str, dict[str, Any]]:
     # The OCM controller writes spec.interval back as Go prints it (10m -> 10m0s), so compose that.
     interval = canonical(ctx.policy.ocm.interval, "ocm.interval")
@@ -62,6 +81,8 @@ def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str,
         "downgradePolicy": "Allow",
         "interval": interval,
     }
+    if ctx.policy.ocm.verify:
+        component["verify"] = verify(ctx.policy.ocm)
     by_ref: dict[str, Any] = {"name": deployable.name}
     by_ref.update(dict(sorted(deployable.extra_identity.items())))
     resource: dict[str, Any] = {

@@ -6,7 +6,9 @@ True; kinds without one (Namespace, ServiceAccount, Role, RoleBinding) when they
 
 Condition contract (documented in the README): the XR carries a ``DeploymentReady``
 condition; when False, its reason and ``status.blockedBy`` name the first composed object,
-in deployment order, that is not ready, with that object's own Ready reason and message.
+in deployment order, that is not ready, with that object's own Ready reason and message; or,
+while the function withholds objects, what they wait for (``WaitingForNamespace``,
+``WaitingForOCMComponent``: compose/gates.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ ORDER = [
     "HelmRelease",
     "Kustomization",
     "Usage",
+    "ClusterUsage",
 ]
 
 

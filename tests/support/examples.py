@@ -64,6 +64,8 @@ class Case:
 CASES = [
     Case("helm", EXAMPLES / "xr.yaml", COMPOSITION),
     Case("helm-observed", EXAMPLES / "xr.yaml", COMPOSITION, EXAMPLES / "observed" / "helm"),
+    # the second reconcile: the Namespaces exist, the Flux objects wait for the gate
+    Case("helm-gated", EXAMPLES / "xr.yaml", COMPOSITION, EXAMPLES / "observed" / "helm-gated"),
     Case("kustomize", EXAMPLES / "xr-kustomize.yaml", COMPOSITION),
     Case(
         "kustomize-observed",
@@ -71,7 +73,7 @@ CASES = [
         COMPOSITION,
         EXAMPLES / "observed" / "kustomize",
     ),
-    Case("claim", EXAMPLES / "claim.yaml", COMPOSITION_CLAIM, required=EXAMPLES / "required"),
+    Case("claim", EXAMPLES / "claim.yaml", COMPOSITION_CLAIM, EXAMPLES / "observed" / "claim", EXAMPLES / "required"),
 ]
 
 

@@ -266,6 +266,13 @@ def check_render(
                 assert tenant_label not in o["metadata"]["labels"], (
                     "the deploy namespace must carry no tenant label"
                 )
+        elif o["kind"] == "ClusterUsage":
+            # The one other cluster-scoped kind: it may block the deletion of this claim's
+            # deploy namespace until one of its own target namespaces is gone, nothing else.
+            of, by = o["spec"]["of"], o["spec"]["by"]
+            assert ns is None and of["kind"] == by["kind"] == "Namespace", o["spec"]
+            assert of["resourceRef"]["name"] == deploy_ns and not shared, o["spec"]
+            assert by["resourceRef"]["name"] in targets, o["spec"]
         else:
             assert ns in allowed_ns, (o["kind"], o["metadata"]["name"], ns)
     if claim.namespace is not None:
@@ -274,6 +281,13 @@ def check_render(
                 assert o["metadata"]["name"] != claim.namespace, (
                     "a claim composed its own namespace"
                 )
+
+    # A reconcile that waits for a Namespace it creates composes only what may exist yet
+    # (compose/gates.py: Namespaces first); what goes into them is checked once they exist.
+    if (status.get("blockedBy") or {}).get("reason") == "WaitingForNamespace":
+        if ledger is not None:
+            ledger.record(claim, resources, set(targets))
+        return
 
     # -- RBAC: policy rules only; bindings to the claim's deployer only.
     sas = [o for o in resources if o["kind"] == "ServiceAccount"]
