@@ -240,9 +240,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             base_dir=self.base_dir,
         )
         values = got.values(spec, identity)
-        observed = {
-            k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()
-        }
+        observed = {k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()}
         out = core.compose(
             core.CoreInput(
                 spec=spec,

@@ -118,7 +118,9 @@ def _say(message: str) -> None:
 
 def _tool_ready(name: str, versions: dict[str, str]) -> bool:
     stamp = TOOLS / f".{name}.version"
-    return (TOOLS / name).exists() and stamp.exists() and stamp.read_text().strip() == versions[name]
+    return (
+        (TOOLS / name).exists() and stamp.exists() and stamp.read_text().strip() == versions[name]
+    )
 
 
 def need_tools(*names: str) -> Path:

@@ -30,7 +30,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 _COMMON = dict(
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
     print_blob=True,
 )
 settings.register_profile("short", max_examples=25, stateful_step_count=12, **_COMMON)
@@ -78,8 +82,10 @@ class Budget:
 
     def report(self) -> str:
         took = getattr(self, "last", time.monotonic()) - (self.started or time.monotonic())
-        return (f"{self.name}: {self.executed} examples executed, {self.skipped} past the {BUDGET_SECONDS:g}s cap, "
-                f"{took:.1f}s, outcomes {dict(sorted(self.outcomes.items()))}")
+        return (
+            f"{self.name}: {self.executed} examples executed, {self.skipped} past the {BUDGET_SECONDS:g}s cap, "
+            f"{took:.1f}s, outcomes {dict(sorted(self.outcomes.items()))}"
+        )
 
     def capped(self, fn: Any) -> Any:
         """Decorate a property (under ``@given``): skip examples past the cap; once one fails,
@@ -116,7 +122,9 @@ def _example() -> tuple[dict[str, Any], dict[str, Any]]:
     from function.render import input_from_composition, load_docs
 
     xr = load_docs([REPO / "examples/xr.yaml"])[0]
-    policy = input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "composition")
+    policy = input_from_composition(
+        load_docs([REPO / "examples/composition.yaml"])[0], "composition"
+    )
     policy["mirrors"][0]["path"] = str(REPO / policy["mirrors"][0]["path"])
     return xr, policy
 
@@ -127,11 +135,16 @@ def example() -> tuple[dict[str, Any], dict[str, Any]]:
     return copy.deepcopy(xr), copy.deepcopy(policy)
 
 
-def as_claim(xr: dict[str, Any], namespace: str = "team-a", name: str = "podinfo", xr_name: str | None = None) -> dict[str, Any]:
+def as_claim(
+    xr: dict[str, Any], namespace: str = "team-a", name: str = "podinfo", xr_name: str | None = None
+) -> dict[str, Any]:
     """The bundled XR as Crossplane creates it for a claim ``namespace/name``, its target
     namespaces moved into the claim's tenant space (``<namespace>--<old name>``, tenancy.py)."""
     xr["metadata"]["name"] = xr_name or xr["metadata"]["name"]
-    xr["metadata"]["labels"] = {"crossplane.io/claim-name": name, "crossplane.io/claim-namespace": namespace}
+    xr["metadata"]["labels"] = {
+        "crossplane.io/claim-name": name,
+        "crossplane.io/claim-namespace": namespace,
+    }
     for ns in xr["spec"].get("namespaces") or []:
         ns["name"] = f"{namespace}--{ns['name']}"
     for s in xr["spec"].get("secrets") or []:
@@ -172,7 +185,9 @@ def crd_validators() -> dict[tuple[str, str], Any]:
             for v in doc["spec"]["versions"]:
                 schema = (v.get("schema") or {}).get("openAPIV3Schema")
                 if schema:
-                    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+                    cls = jsonschema.validators.validator_for(
+                        schema, default=jsonschema.Draft7Validator
+                    )
                     out[(f"{group}/{v['name']}", kind)] = cls(schema)
     return out
 
@@ -196,7 +211,9 @@ def _core_validator(api_version: str, kind: str) -> Any:
     versions = [v for v in kvu.all_versions() if kvu.major_minor(v) <= "1.32"]
     schema_dir = f"v{versions[-1]}-local-strict"
     api = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-    schema = kvu.schema_contents(f"kubernetes-json-schema/{schema_dir}/{kind.lower()}-{api}.json", "1.32")
+    schema = kvu.schema_contents(
+        f"kubernetes-json-schema/{schema_dir}/{kind.lower()}-{api}.json", "1.32"
+    )
     defs = kvu.schema_contents(f"kubernetes-json-schema/{schema_dir}/_definitions.json", "1.32")
     registry = Resource.from_contents(defs) @ (Resource.from_contents(schema) @ Registry())
     return jsonschema.validators.Draft202012Validator(schema, registry=registry)
@@ -226,7 +243,9 @@ def _crd_valid(text: str) -> str | None:
 def schema_problem(obj: dict[str, Any]) -> str | None:
     """Why ``obj`` does not pass its upstream schema, or None."""
     text = json.dumps(obj, sort_keys=True)
-    if obj.get("kind") in CORE_KINDS and "/" not in obj.get("apiVersion", "v1").replace("rbac.authorization.k8s.io/", ""):
+    if obj.get("kind") in CORE_KINDS and "/" not in obj.get("apiVersion", "v1").replace(
+        "rbac.authorization.k8s.io/", ""
+    ):
         return _core_valid(text)
     if obj.get("apiVersion", "").startswith("rbac.authorization.k8s.io/"):
         return _core_valid(text)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -28,7 +29,9 @@ def test_example_crossplane_role_matches_the_example_policy() -> None:
     from function.fn import parse_policy
 
     policy = parse_policy(load_docs([REPO / "examples/policy.yaml"])[0])
-    assert (REPO / "examples/crossplane-rbac.yaml").read_text() == dump_yaml([crossplane_cluster_role(policy)])
+    assert (REPO / "examples/crossplane-rbac.yaml").read_text() == dump_yaml(
+        [crossplane_cluster_role(policy)]
+    )
 
 
 def test_compositions_carry_the_example_policy() -> None:
@@ -43,7 +46,9 @@ def test_compositions_carry_the_example_policy() -> None:
 def test_committed_copy_has_not_drifted(path: str) -> None:
     expected = dump_yaml([COMMITTED[path]()])
     actual = (REPO / path).read_text()
-    assert actual == expected, f"{path} drifted from the models: regenerate it with `sack8s xrd` (see README)"
+    assert actual == expected, (
+        f"{path} drifted from the models: regenerate it with `sack8s xrd` (see README)"
+    )
 
 
 def test_cli_prints_the_same_documents() -> None:
@@ -90,20 +95,45 @@ FREE_FORM = {".spec.values.inline", ".metadata"}
 def test_schema_is_structural(name: str) -> None:
     schema = SCHEMAS[name]()
     text = repr(schema)
-    assert "$ref" not in text and "$defs" not in text and "anyOf" not in text and "oneOf" not in text and "allOf" not in text
+    assert (
+        "$ref" not in text
+        and "$defs" not in text
+        and "anyOf" not in text
+        and "oneOf" not in text
+        and "allOf" not in text
+    )
     for path, node in walk(schema):
         assert "type" in node, f"{name}{path}: untyped node"
-        assert node.get("additionalProperties") is not False, f"{name}{path}: additionalProperties false"
-        assert not ("properties" in node and "additionalProperties" in node), f"{name}{path}: both properties and additionalProperties"
+        assert node.get("additionalProperties") is not False, (
+            f"{name}{path}: additionalProperties false"
+        )
+        assert not ("properties" in node and "additionalProperties" in node), (
+            f"{name}{path}: both properties and additionalProperties"
+        )
         if node.get("x-kubernetes-preserve-unknown-fields"):
-            assert path in FREE_FORM, f"{name}{path}: preserve-unknown-fields outside a free-form value"
+            assert path in FREE_FORM, (
+                f"{name}{path}: preserve-unknown-fields outside a free-form value"
+            )
             assert "properties" not in node
 
 
 def test_spec_covers_the_api() -> None:
     spec = SCHEMAS["xrd"]()["properties"]["spec"]["properties"]
-    assert set(spec) >= {"component", "deploy", "configData", "namespaces", "values", "secrets", "credentials", "rbac"}
-    assert spec["namespaces"]["items"]["properties"]["mode"]["enum"] == ["create", "adopt", "existing"]
+    assert set(spec) >= {
+        "component",
+        "deploy",
+        "configData",
+        "namespaces",
+        "values",
+        "secrets",
+        "credentials",
+        "rbac",
+    }
+    assert spec["namespaces"]["items"]["properties"]["mode"]["enum"] == [
+        "create",
+        "adopt",
+        "existing",
+    ]
     assert spec["component"]["properties"]["repository"]["type"] == "string"
     status = SCHEMAS["xrd"]()["properties"]["status"]["properties"]
     assert set(status) >= {"component", "images", "blockedBy", "configData"}

@@ -10,9 +10,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from test_cli_mutate import SACK8S, run
-
 from conftest import need
+from test_cli_mutate import SACK8S, run
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "component"
@@ -49,18 +48,31 @@ def test_the_bundled_example_is_clean():
 
 def test_the_ocm_cli_fixture_configdata_is_refused_with_the_rule(fixtures_dir):
     cd = fixtures_dir / "inputs" / "config" / "config.yaml"
-    r = check("--config-data", str(cd), "--component", f"ctf::{fixtures_dir / 'ctf'}//acme.org/sack8s/podinfo:6.2.0")
+    r = check(
+        "--config-data",
+        str(cd),
+        "--component",
+        f"ctf::{fixtures_dir / 'ctf'}//acme.org/sack8s/podinfo:6.2.0",
+    )
     assert r.exit_code == 1
     (f,) = findings(r)
     assert f[:4] == ("error", "localization[1].repository", "values.yaml", "image.repository")
     assert "without its registry '127.0.0.1:5000'" in f[4] and "fullyQualifiedRepository" in f[4]
-    r = check("--config-data", str(cd), "--component", f"ctf::{fixtures_dir / 'ctf'}//acme.org/sack8s/podinfo:6.2.0",
-              "--image-pairs", "warning")
+    r = check(
+        "--config-data",
+        str(cd),
+        "--component",
+        f"ctf::{fixtures_dir / 'ctf'}//acme.org/sack8s/podinfo:6.2.0",
+        "--image-pairs",
+        "warning",
+    )
     assert r.exit_code == 0 and [f[0] for f in findings(r)] == ["warning"]
 
 
 def test_every_problem_at_once(tmp_path):
-    cd = write_cd(tmp_path, """\
+    cd = write_cd(
+        tmp_path,
+        """\
 localization:
   - {file: values.yaml, resource: {name: image}, fullyQualifiedRepository: image.repository, tag: image.tagg}
   - {file: templates/deployment.yaml, resource: {name: image}, image: spec.x}
@@ -77,7 +89,8 @@ configuration:
     - {file: values.yaml, path: "image.repository[0]", value: x}
     - {file: values.yaml, path: replicaCount, value: "(( a ? 1 : 2 ))"}
     - {file: deployment.yaml, path: "spec[*]", value: 1}
-""")
+""",
+    )
     r = check("--config-data", str(cd), "--component", SOURCE)
     assert r.exit_code == 1
     got = findings(r)
@@ -86,23 +99,49 @@ configuration:
         return any(f[:4] == (severity, rule, file, path) and fragment in f[4] for f in got)
 
     assert has("warning", "localization[0].tag", "values.yaml", "image.tagg", "would be created")
-    assert has("error", "localization[1].image", "templates/deployment.yaml", "spec.x",
-               "chart file other than values.yaml")
+    assert has(
+        "error",
+        "localization[1].image",
+        "templates/deployment.yaml",
+        "spec.x",
+        "chart file other than values.yaml",
+    )
     assert has("error", "localization[2].image", "nope.yaml", "-", "in none of the deployables")
-    assert has("error", "localization[3].resource", "-", "-", "no resource with identity {name=nope}")
-    assert has("error", "localization[4].image", "deployment.yaml", "spec.template.spec.containers[3].image",
-               "out of range")
-    assert has("error", "localization[5].image", "kustomization.yaml", "images", "kustomization file")
+    assert has(
+        "error", "localization[3].resource", "-", "-", "no resource with identity {name=nope}"
+    )
+    assert has(
+        "error",
+        "localization[4].image",
+        "deployment.yaml",
+        "spec.template.spec.containers[3].image",
+        "out of range",
+    )
+    assert has(
+        "error", "localization[5].image", "kustomization.yaml", "images", "kustomization file"
+    )
     assert has("warning", "configuration.schema", "-", "defaults", "every deployment must set it")
-    assert has("error", "configuration.defaults", "-", "defaults.replicas", "'one' is not of type 'integer'")
-    assert has("warning", "configuration.rules[1]", "values.yaml", "msg", "the defaults do not supply it")
+    assert has(
+        "error",
+        "configuration.defaults",
+        "-",
+        "defaults.replicas",
+        "'one' is not of type 'integer'",
+    )
+    assert has(
+        "warning", "configuration.rules[1]", "values.yaml", "msg", "the defaults do not supply it"
+    )
     assert has("warning", "configuration.rules[1]", "values.yaml", "msg", "would be created")
     assert has("error", "configuration.rules[2]", "values.yaml", "image.repository[0]", "scalar")
-    assert has("error", "configuration.rules[3].value", "values.yaml", "replicaCount", "not supported")
+    assert has(
+        "error", "configuration.rules[3].value", "values.yaml", "replicaCount", "not supported"
+    )
     assert any(f[1] == "configuration.rules[4].path" and f[0] == "error" for f in got), got
     assert len(got) == len(set(got)), "a finding is printed once"
-    assert r.stderr.strip().endswith(f"{sum(f[0] == 'error' for f in got)} error(s), "
-                                     f"{sum(f[0] == 'warning' for f in got)} warning(s)")
+    assert r.stderr.strip().endswith(
+        f"{sum(f[0] == 'error' for f in got)} error(s), "
+        f"{sum(f[0] == 'warning' for f in got)} warning(s)"
+    )
 
 
 def test_engine_warnings_are_printed(tmp_path):
@@ -112,13 +151,17 @@ def test_engine_warnings_are_printed(tmp_path):
         "meta: {schemaVersion: v2}\ncomponent:\n  name: acme.org/app\n  version: 1.0.0\n  provider: acme\n"
         "  repositoryContexts: []\n  sources: []\n  componentReferences: []\n  resources:\n"
         "  - {name: image, type: ociImage, version: '1', relation: external,\n"
-        "     access: {type: ociArtifact, imageReference: 'nginx:1.25@sha256:" + "ab" * 32 + "'}}\n")
+        "     access: {type: ociArtifact, imageReference: 'nginx:1.25@sha256:" + "ab" * 32 + "'}}\n"
+    )
     root = tmp_path / "chart"
     root.mkdir()
     (root / "Chart.yaml").write_text("apiVersion: v2\nname: x\nversion: 1.0.0\n")
     (root / "values.yaml").write_text("image:\n  repository: nginx\n  tag: '1'\n")
-    cd = write_cd(tmp_path, "localization:\n- {file: values.yaml, resource: {name: image}, repository: image.repository,"
-                            " tag: image.tag}\n")
+    cd = write_cd(
+        tmp_path,
+        "localization:\n- {file: values.yaml, resource: {name: image}, repository: image.repository,"
+        " tag: image.tag}\n",
+    )
     r = check("--config-data", str(cd), "--component", str(comp), "--root", str(root))
     assert r.exit_code == 0, r.stdout
     (f,) = findings(r)
@@ -132,7 +175,9 @@ def test_root_without_component_checks_files_and_paths(tmp_path):
     got = findings(r)
     assert ("warning", "localization", "-", "-") == got[0][:4] and "--component" in got[0][4]
     # one ConfigData serves chart and Kustomize directory: the chart's file is only a warning here
-    assert ("warning", "localization[1].fullyQualifiedRepository", "values.yaml", "-") in [f[:4] for f in got]
+    assert ("warning", "localization[1].fullyQualifiedRepository", "values.yaml", "-") in [
+        f[:4] for f in got
+    ]
     assert ("warning", "configuration.rules[2]", "values.yaml", "-") in [f[:4] for f in got]
     assert all(f[0] == "warning" for f in got)
 
@@ -143,18 +188,33 @@ def test_unpinned_image_is_an_error_unless_allowed(tmp_path):
         "meta: {schemaVersion: v2}\ncomponent:\n  name: acme.org/app\n  version: 1.0.0\n  provider: acme\n"
         "  repositoryContexts: []\n  sources: []\n  componentReferences: []\n  resources:\n"
         "  - {name: image, type: ociImage, version: '1', relation: external,\n"
-        "     access: {type: ociArtifact, imageReference: 'registry.acme.org/app:1'}}\n")
+        "     access: {type: ociArtifact, imageReference: 'registry.acme.org/app:1'}}\n"
+    )
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "deploy.yaml").write_text("spec:\n  image: x\n")
-    cd = write_cd(tmp_path, "localization:\n- {file: deploy.yaml, resource: {name: image}, image: spec.image}\n")
+    cd = write_cd(
+        tmp_path,
+        "localization:\n- {file: deploy.yaml, resource: {name: image}, image: spec.image}\n",
+    )
     r = check("--config-data", str(cd), "--component", str(comp), "--root", str(tmp_path / "d"))
     assert r.exit_code == 1
     (f,) = findings(r)
     assert f[:2] == ("error", "localization[0].resource") and "--allow-unpinned" in f[4]
-    r = check("--config-data", str(cd), "--component", str(comp), "--root", str(tmp_path / "d"), "--allow-unpinned")
+    r = check(
+        "--config-data",
+        str(cd),
+        "--component",
+        str(comp),
+        "--root",
+        str(tmp_path / "d"),
+        "--allow-unpinned",
+    )
     assert r.exit_code == 0
     (f,) = findings(r)
-    assert f[:4] == ("warning", "localization[0].image", "deploy.yaml", "spec.image") and "not pinned" in f[4]
+    assert (
+        f[:4] == ("warning", "localization[0].image", "deploy.yaml", "spec.image")
+        and "not pinned" in f[4]
+    )
 
 
 def test_broken_configdata_is_one_error_line(tmp_path):
@@ -172,8 +232,13 @@ def test_usage_errors_exit_2_and_missing_files_exit_1_with_one_line():
     assert r.exit_code == 2 and r.stdout == ""
     assert "give --component SOURCE, --root DIR, or both" in r.stderr
     r = check("--config-data", str(CD), "--root", "/nonexistent/dir")
-    assert r.exit_code == 1 and r.stderr.strip() == "sack8s: error: --root /nonexistent/dir: does not exist"
-    r = check("--config-data", "/nonexistent/cd.yaml", "--root", str(EXAMPLE / "inputs" / "kustomize"))
+    assert (
+        r.exit_code == 1
+        and r.stderr.strip() == "sack8s: error: --root /nonexistent/dir: does not exist"
+    )
+    r = check(
+        "--config-data", "/nonexistent/cd.yaml", "--root", str(EXAMPLE / "inputs" / "kustomize")
+    )
     assert r.exit_code == 1 and "--config-data /nonexistent/cd.yaml: does not exist" in r.stderr
     r = check("--config-data", str(CD), "--root", str(CD))
     assert r.exit_code == 1 and "is a file" in r.stderr
@@ -182,9 +247,18 @@ def test_usage_errors_exit_2_and_missing_files_exit_1_with_one_line():
 def test_real_subprocess(fixtures_dir):
     need(SACK8S.exists(), "sack8s console script not found")
     p = subprocess.run(
-        [str(SACK8S), "check", "--config-data", str(fixtures_dir / "inputs" / "config" / "config.yaml"),
-         "--component", f"{fixtures_dir / 'ctf'}//acme.org/sack8s/podinfo:6.2.0"],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            str(SACK8S),
+            "check",
+            "--config-data",
+            str(fixtures_dir / "inputs" / "config" / "config.yaml"),
+            "--component",
+            f"{fixtures_dir / 'ctf'}//acme.org/sack8s/podinfo:6.2.0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert p.returncode == 1, p.stderr
     assert p.stdout.startswith("error: localization[1].repository: values.yaml: image.repository: ")
@@ -193,12 +267,24 @@ def test_real_subprocess(fixtures_dir):
 
 def test_a_warning_only_the_engine_gives_is_printed(tmp_path):
     """The function's own warning when no rule addresses a file of the deployable (deploy.py)."""
-    cd = write_cd(tmp_path, "localization:\n- {file: deployment.yaml, resource: {name: image}, image: spec.x}\n")
-    r = check("--config-data", str(cd), "--component", SOURCE, "--root", str(EXAMPLE / "inputs" / "chart" / "podinfo"))
+    cd = write_cd(
+        tmp_path,
+        "localization:\n- {file: deployment.yaml, resource: {name: image}, image: spec.x}\n",
+    )
+    r = check(
+        "--config-data",
+        str(cd),
+        "--component",
+        SOURCE,
+        "--root",
+        str(EXAMPLE / "inputs" / "chart" / "podinfo"),
+    )
     assert r.exit_code == 0, r.stdout
     got = findings(r)
     assert ("warning", "ConfigData", "-", "-") in [f[:4] for f in got]
-    assert any("none of its 1 substitutions addresses a file of this chart" in f[4] for f in got), got
+    assert any("none of its 1 substitutions addresses a file of this chart" in f[4] for f in got), (
+        got
+    )
 
 
 def test_new_engine_warnings_show_up_without_changes_to_check(monkeypatch):
@@ -218,16 +304,33 @@ def test_new_engine_warnings_show_up_without_changes_to_check(monkeypatch):
 
     def mutation_for(*a, **kw):
         m = real_mutation(*a, **kw)
-        return dataclasses.replace(m, warnings=(*m.warnings, "ConfigData configuration.defaults.unused (file -): "
-                                                             "broken expression no rule uses"))
+        return dataclasses.replace(
+            m,
+            warnings=(
+                *m.warnings,
+                "ConfigData configuration.defaults.unused (file -): broken expression no rule uses",
+            ),
+        )
 
     monkeypatch.setattr(engine, "plan", plan)
     monkeypatch.setattr(deploy, "mutation_for", mutation_for)
     r = check("--config-data", str(CD), "--component", SOURCE)
     assert r.exit_code == 0
     got = findings(r)
-    assert ("warning", "ConfigData", "-", "-", "has no apiVersion/kind (read as v1alpha1)") in got, got
-    assert ("warning", "configuration.defaults.unused", "-", "-", "broken expression no rule uses") in got, got
+    assert (
+        "warning",
+        "ConfigData",
+        "-",
+        "-",
+        "has no apiVersion/kind (read as v1alpha1)",
+    ) in got, got
+    assert (
+        "warning",
+        "configuration.defaults.unused",
+        "-",
+        "-",
+        "broken expression no rule uses",
+    ) in got, got
     assert len(got) == 2  # printed once, though every deployable's run returns it
 
 
@@ -248,12 +351,15 @@ def test_values_no_rule_consumes_are_reported(tmp_path):
 
 
 def test_a_created_key_next_to_a_similar_one_gets_did_you_mean(tmp_path):
-    cd = write_cd(tmp_path, """\
+    cd = write_cd(
+        tmp_path,
+        """\
 configuration:
   defaults: {replicas: 2}
   rules:
     - {file: deployment.yaml, path: spec.replcias, value: "(( replicas ))"}
-""")
+""",
+    )
     r = check("--config-data", str(cd), "--root", str(EXAMPLE / "inputs" / "kustomize"))
     got = findings(r)
     hints = [f for f in got if "did you mean" in f[4]]

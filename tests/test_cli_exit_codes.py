@@ -57,7 +57,10 @@ def test_usage_errors_exit_2(args):
         (["render", "examples/xr.yaml", "--observed", "nope"], "--observed nope: does not exist"),
         (["render", "examples"], "XR_OR_CLAIM.yaml examples: is a directory"),
         (["xrd", "--policy", "nope.yaml"], "--policy nope.yaml: does not exist"),
-        (["check", "--config-data", "nope.yaml", "--root", "."], "--config-data nope.yaml: does not exist"),
+        (
+            ["check", "--config-data", "nope.yaml", "--root", "."],
+            "--config-data nope.yaml: does not exist",
+        ),
         (["check", *CD, "--root", "nope"], "--root nope: does not exist"),
         (["inspect", "./nope"], "does not exist"),
         (

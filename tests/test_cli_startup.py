@@ -19,8 +19,17 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "component"
 SOURCE = f"{EXAMPLE / 'ctf'}//acme.org/sack8s/podinfo:6.2.0"
 CD = str(EXAMPLE / "inputs" / "config" / "config.yaml")
-HEAVY = ("grpc", "crossplane", "google.protobuf", "httpx", "jsonschema", "pydantic", "function.fn", "structlog",
-         "prometheus_client")
+HEAVY = (
+    "grpc",
+    "crossplane",
+    "google.protobuf",
+    "httpx",
+    "jsonschema",
+    "pydantic",
+    "function.fn",
+    "structlog",
+    "prometheus_client",
+)
 
 PROBE = """
 import json, sys
@@ -37,10 +46,18 @@ print("\\n" + json.dumps({"code": code, "loaded": loaded}))
 
 
 def imported(*args: str) -> tuple[int, set[str]]:
-    p = subprocess.run([sys.executable, "-c", PROBE, json.dumps(HEAVY), *args], cwd=REPO, capture_output=True,
-                       text=True, timeout=120, check=False)
+    p = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(HEAVY), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     last = json.loads(p.stdout.strip().splitlines()[-1])
-    return last["code"], {m for m in last["loaded"] if m.split(".")[0] in {h.split(".")[0] for h in HEAVY}}
+    return last["code"], {
+        m for m in last["loaded"] if m.split(".")[0] in {h.split(".")[0] for h in HEAVY}
+    }
 
 
 def roots(mods: set[str]) -> set[str]:
@@ -53,24 +70,44 @@ def test_help_and_version_import_no_command():
         assert code == 0 and roots(mods) == set(), (args, sorted(mods))
 
 
-@pytest.mark.parametrize("name", ["localize", "configure", "mutate", "check", "inspect", "xrd", "render"])
+@pytest.mark.parametrize(
+    "name", ["localize", "configure", "mutate", "check", "inspect", "xrd", "render"]
+)
 def test_a_command_help_imports_nothing_heavy(name):
     code, mods = imported(name, "--help")
     assert code == 0 and roots(mods) == set(), sorted(mods)
 
 
 def test_localize_loads_neither_grpc_nor_httpx_nor_jsonschema():
-    code, mods = imported("localize", "--config-data", CD, "--component", SOURCE,
-                          "--root", str(EXAMPLE / "inputs" / "kustomize"), "deployment.yaml")
+    code, mods = imported(
+        "localize",
+        "--config-data",
+        CD,
+        "--component",
+        SOURCE,
+        "--root",
+        str(EXAMPLE / "inputs" / "kustomize"),
+        "deployment.yaml",
+    )
     assert code == 0
     assert roots(mods) == {"pydantic"}, sorted(mods)  # the ConfigData model
 
 
 def test_check_configure_and_inspect_load_no_grpc_sdk_or_http_client():
-    for args in (["check", "--config-data", CD, "--component", SOURCE],
-                 ["inspect", str(EXAMPLE / "ctf")],
-                 ["configure", "--config-data", CD, "--values", str(REPO / "examples/required/values-configmap.yaml"),
-                  "--root", str(EXAMPLE / "inputs" / "kustomize"), "deployment.yaml"]):
+    for args in (
+        ["check", "--config-data", CD, "--component", SOURCE],
+        ["inspect", str(EXAMPLE / "ctf")],
+        [
+            "configure",
+            "--config-data",
+            CD,
+            "--values",
+            str(REPO / "examples/required/values-configmap.yaml"),
+            "--root",
+            str(EXAMPLE / "inputs" / "kustomize"),
+            "deployment.yaml",
+        ],
+    ):
         code, mods = imported(*args)
         assert code == 0, args
         assert roots(mods) <= {"pydantic", "jsonschema"}, (args, sorted(mods))
@@ -78,9 +115,9 @@ def test_check_configure_and_inspect_load_no_grpc_sdk_or_http_client():
 
 def test_the_lazy_table_matches_the_commands():
     from function.api.policy import INPUT_GROUP
+    from function.api.xrd import DEFAULT_GROUP
     from function.cli import COMMANDS, command
     from function.cli.mutate import MAX_BYTES
-    from function.api.xrd import DEFAULT_GROUP
     from function.cli.xrd import DEFAULT_GROUP as XRD_DEFAULT_GROUP
     from function.render import INPUT_GROUP as RENDER_INPUT_GROUP
     from function.yamlio import MAX_BYTES as YAML_MAX_BYTES

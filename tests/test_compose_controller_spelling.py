@@ -118,7 +118,9 @@ EXAMPLES = [
 
 
 @pytest.mark.parametrize("xr_file,composition,observed", EXAMPLES)
-def test_every_composed_duration_is_in_go_spelling(xr_file: str, composition: str, observed) -> None:
+def test_every_composed_duration_is_in_go_spelling(
+    xr_file: str, composition: str, observed
+) -> None:
     xr, policy = _load(xr_file, composition)
     kw: dict[str, Any] = {"observed": load_docs([REPO / "examples/observed" / observed])}
     if observed == "claim":

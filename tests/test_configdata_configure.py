@@ -22,9 +22,18 @@ def test_backend_example_with_upstream_values():
     subs = plan_configuration(BACKEND, {"message": "This is a test message Pipeline Backend"})
     assert [(s.rule, s.file, str(s.path), s.value) for s in subs] == [
         ("configuration.rules[0]", "manifests/deploy.yaml", "spec.replicas", 1),
-        ("configuration.rules[1]", "manifests/configmap.yaml", "data.PODINFO_CACHE_SERVER", "tcp://redis:6379"),
-        ("configuration.rules[2]", "manifests/configmap.yaml", "data.PODINFO_UI_MESSAGE",
-         "This is a test message Pipeline Backend"),
+        (
+            "configuration.rules[1]",
+            "manifests/configmap.yaml",
+            "data.PODINFO_CACHE_SERVER",
+            "tcp://redis:6379",
+        ),
+        (
+            "configuration.rules[2]",
+            "manifests/configmap.yaml",
+            "data.PODINFO_UI_MESSAGE",
+            "This is a test message Pipeline Backend",
+        ),
     ]
 
 
@@ -49,15 +58,19 @@ def test_unknown_user_key():
 
 
 def test_defaults_violating_the_schema_fail_the_merged_check():
-    bad = cd("configuration:\n  defaults: {replicas: 1}\n  schema:\n    type: object\n"
-             "    properties: {replicas: {type: string}}\n  rules: []\n")
+    bad = cd(
+        "configuration:\n  defaults: {replicas: 1}\n  schema:\n    type: object\n"
+        "    properties: {replicas: {type: string}}\n  rules: []\n"
+    )
     with pytest.raises(InvalidValues) as e:
         merged_values(bad, {})
     assert "merged values (defaults + values).replicas: 1 is not of type 'string'" in str(e.value)
 
 
 def test_required_is_checked_on_merged_values_only():
-    c = cd("configuration:\n  defaults: {a: 1}\n  schema:\n    type: object\n    required: [a, b]\n  rules: []\n")
+    c = cd(
+        "configuration:\n  defaults: {a: 1}\n  schema:\n    type: object\n    required: [a, b]\n  rules: []\n"
+    )
     with pytest.raises(InvalidValues) as e:
         merged_values(c, {})
     assert "'b' is a required property" in str(e.value) and "merged values" in str(e.value)
@@ -72,8 +85,10 @@ def test_huge_values_are_not_echoed():
 
 
 def test_draft07_schema_is_accepted():
-    c = cd("configuration:\n  schema:\n    $schema: http://json-schema.org/draft-07/schema#\n    type: object\n"
-           "    properties: {count: {type: integer, exclusiveMinimum: 0}}\n  rules: []\n")
+    c = cd(
+        "configuration:\n  schema:\n    $schema: http://json-schema.org/draft-07/schema#\n    type: object\n"
+        "    properties: {count: {type: integer, exclusiveMinimum: 0}}\n  rules: []\n"
+    )
     with pytest.raises(InvalidValues) as e:
         merged_values(c, {"count": 0})
     assert "values.count: 0 is less than or equal to the minimum of 0" in str(e.value)
@@ -100,10 +115,12 @@ def test_missing_reference_names_rule_and_key():
 
 
 def test_literals_and_nested_references():
-    c = cd("configuration:\n  defaults: {img: {tag: '1'}, ports: [80, 443]}\n  rules:\n"
-           "  - {value: 3, file: a.yaml, path: x}\n"
-           "  - {value: {t: (( img.tag )), p: '(( ports[1] ))'}, file: a.yaml, path: w}\n"
-           "  - {value: ((img)), file: a.yaml, path: z}\n")
+    c = cd(
+        "configuration:\n  defaults: {img: {tag: '1'}, ports: [80, 443]}\n  rules:\n"
+        "  - {value: 3, file: a.yaml, path: x}\n"
+        "  - {value: {t: (( img.tag )), p: '(( ports[1] ))'}, file: a.yaml, path: w}\n"
+        "  - {value: ((img)), file: a.yaml, path: z}\n"
+    )
     subs = plan_configuration(c, None)
     assert [s.value for s in subs] == [3, {"t": "1", "p": 443}, {"tag": "1"}]
 

@@ -24,9 +24,19 @@ def fixture_cv(fixtures_dir: Path, name: str, repo: Repository | None) -> Compon
 
 
 def tiny_cv(ref: str = f"r.io:5000/team/app:1@{D}") -> ComponentVersion:
-    img = Resource("image", "1", "ociImage", "external", {"type": "ociArtifact", "imageReference": ref},
-                   MappingProxyType({}))
-    return ComponentVersion(Descriptor("acme.org/app", "1", "acme", (img,)), Repository("r.io:5000"), "sha256:" + "0" * 64)
+    img = Resource(
+        "image",
+        "1",
+        "ociImage",
+        "external",
+        {"type": "ociArtifact", "imageReference": ref},
+        MappingProxyType({}),
+    )
+    return ComponentVersion(
+        Descriptor("acme.org/app", "1", "acme", (img,)),
+        Repository("r.io:5000"),
+        "sha256:" + "0" * 64,
+    )
 
 
 @pytest.fixture
@@ -40,8 +50,12 @@ def config(fixtures_dir: Path) -> bytes:
 
 
 def test_fixture_kustomize_by_reference(fixtures_dir, kustomize_files, config):
-    cv = fixture_cv(fixtures_dir, "by-ref-6.2.0.json", Repository("127.0.0.1:5000", "source", plain_http=True))
-    m = mutation_for("kustomize", config, cv, kustomize_files, {"replicas": 3}, configdata_name="config")
+    cv = fixture_cv(
+        fixtures_dir, "by-ref-6.2.0.json", Repository("127.0.0.1:5000", "source", plain_http=True)
+    )
+    m = mutation_for(
+        "kustomize", config, cv, kustomize_files, {"replicas": 3}, configdata_name="config"
+    )
     image = f"127.0.0.1:5000/upstream/podinfo@{D}"
     assert [json.loads(p["patch"]) for p in m.kustomize_patches] == [
         [{"op": "add", "path": "/spec/template/spec/containers/0/image", "value": image}],
@@ -53,12 +67,22 @@ def test_fixture_kustomize_by_reference(fixtures_dir, kustomize_files, config):
         {"group": "apps", "version": "v1", "kind": "Deployment", "name": "podinfo"},
         {"version": "v1", "kind": "ConfigMap", "name": "podinfo-config"},
     ]
-    assert m.trace[0] == Trace("localization[0]", "deployment.yaml", 0, "spec.template.spec.containers[0].image",
-                               image, "ghcr.io/stefanprodan/podinfo:6.2.0")
-    assert m.trace[1] == Trace("configuration.rules[0]", "deployment.yaml", 0, "spec.replicas", 3, 1)
+    assert m.trace[0] == Trace(
+        "localization[0]",
+        "deployment.yaml",
+        0,
+        "spec.template.spec.containers[0].image",
+        image,
+        "ghcr.io/stefanprodan/podinfo:6.2.0",
+    )
+    assert m.trace[1] == Trace(
+        "configuration.rules[0]", "deployment.yaml", 0, "spec.replicas", 3, 1
+    )
     assert m.helm_values == {}
     assert m.warnings == ()  # the values.yaml tag warning belongs to a rule that is skipped here
-    assert m.image_pair_defects == ()  # and so does its repository defect: it cannot fail this deployable
+    assert (
+        m.image_pair_defects == ()
+    )  # and so does its repository defect: it cannot fail this deployable
     assert m.skipped == (
         "ConfigData localization[1].repository: file values.yaml is not in the Kustomize directory",
         "ConfigData localization[1].tag: file values.yaml is not in the Kustomize directory",
@@ -66,27 +90,40 @@ def test_fixture_kustomize_by_reference(fixtures_dir, kustomize_files, config):
 
 
 def test_fixture_helm_local_blob(fixtures_dir, config):
-    cv = fixture_cv(fixtures_dir, "copied-default-6.2.0.json", Repository("127.0.0.1:5000", "target"))
+    cv = fixture_cv(
+        fixtures_dir, "copied-default-6.2.0.json", Repository("127.0.0.1:5000", "target")
+    )
     chart = fixtures_dir / "inputs/chart/podinfo"
-    files = {p.relative_to(chart).as_posix(): p.read_bytes() for p in chart.rglob("*") if p.is_file()}
+    files = {
+        p.relative_to(chart).as_posix(): p.read_bytes() for p in chart.rglob("*") if p.is_file()
+    }
     m = mutation_for("helm", config, cv, files, None)
     assert m.helm_values == {
-        "image": {"repository": "target/component-descriptors/acme.org/sack8s/podinfo", "tag": f"6.2.0@{D}"}
+        "image": {
+            "repository": "target/component-descriptors/acme.org/sack8s/podinfo",
+            "tag": f"6.2.0@{D}",
+        }
     }
     assert [t.rule for t in m.trace] == ["localization[1]", "localization[1]"]
     assert m.trace[1].old == "6.2.0"
     # repository without the registry: a defect for the core's policy, not a warning
     (defect,) = m.image_pair_defects
-    assert (defect.rule, defect.field, defect.path) == ("localization[1]", "repository", "image.repository")
+    assert (defect.rule, defect.field, defect.path) == (
+        "localization[1]",
+        "repository",
+        "image.repository",
+    )
     assert "fullyQualifiedRepository" in defect.message and m.warnings == ()
     assert "ConfigData localization[0].image: file deployment.yaml is not in the chart" in m.skipped
     assert m.kustomize_patches == ()
 
 
 def test_helm_values_rule_with_a_list_carries_the_whole_list():
-    cd = HDR + ("configuration:\n  rules:\n  - {value: 8080, file: values.yaml, path: 'ports[1].port'}\n"
-                "  - {value: 2, file: values.yaml, path: replicaCount}\n"
-                "  - {value: x, file: values.yaml, path: 'podAnnotations[\"a.b/c\"]'}\n")
+    cd = HDR + (
+        "configuration:\n  rules:\n  - {value: 8080, file: values.yaml, path: 'ports[1].port'}\n"
+        "  - {value: 2, file: values.yaml, path: replicaCount}\n"
+        "  - {value: x, file: values.yaml, path: 'podAnnotations[\"a.b/c\"]'}\n"
+    )
     values = b"replicaCount: 1\nports:\n  - {name: http, port: 80}\n  - {name: admin, port: 81}\n"
     m = mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": values}, {})
     assert m.helm_values == {
@@ -97,9 +134,14 @@ def test_helm_values_rule_with_a_list_carries_the_whole_list():
 
 
 def test_helm_rule_on_a_template_is_an_error():
-    cd = HDR + "configuration:\n  rules:\n  - {value: 2, file: templates/deployment.yaml, path: spec.replicas}\n"
+    cd = (
+        HDR
+        + "configuration:\n  rules:\n  - {value: 2, file: templates/deployment.yaml, path: spec.replicas}\n"
+    )
     with pytest.raises(InvalidConfigData) as e:
-        mutation_for("helm", cd.encode(), tiny_cv(), {"templates/deployment.yaml": b"spec: {}\n"}, {})
+        mutation_for(
+            "helm", cd.encode(), tiny_cv(), {"templates/deployment.yaml": b"spec: {}\n"}, {}
+        )
     assert "target values.yaml" in str(e.value) and "configuration.rules[0]" in str(e.value)
 
 
@@ -117,17 +159,27 @@ spec:
 
 
 def test_helm_release_file_values_map_onto_ours():
-    cd = HDR + ("configuration:\n  defaults: {replicas: 1}\n  rules:\n"
-                "  - {value: (( replicas )), file: helm_release.yaml, path: spec.values.replicaCount}\n"
-                "localization:\n- {file: helm_release.yaml, image: spec.values.image.ref, resource: {name: image}}\n")
-    m = mutation_for("helm", cd.encode(), tiny_cv(), {"helm_release.yaml": HELM_RELEASE, "values.yaml": b"{}\n"},
-                     {"replicas": 4})
+    cd = HDR + (
+        "configuration:\n  defaults: {replicas: 1}\n  rules:\n"
+        "  - {value: (( replicas )), file: helm_release.yaml, path: spec.values.replicaCount}\n"
+        "localization:\n- {file: helm_release.yaml, image: spec.values.image.ref, resource: {name: image}}\n"
+    )
+    m = mutation_for(
+        "helm",
+        cd.encode(),
+        tiny_cv(),
+        {"helm_release.yaml": HELM_RELEASE, "values.yaml": b"{}\n"},
+        {"replicas": 4},
+    )
     assert m.helm_values == {"image": {"ref": f"r.io:5000/team/app@{D}"}, "replicaCount": 4}
     assert m.trace[1].old == 1
 
 
 def test_helm_release_other_paths_are_an_error():
-    cd = HDR + "localization:\n- {file: helm_release.yaml, tag: spec.chart.spec.version, resource: {name: image}}\n"
+    cd = (
+        HDR
+        + "localization:\n- {file: helm_release.yaml, tag: spec.chart.spec.version, resource: {name: image}}\n"
+    )
     with pytest.raises(InvalidConfigData) as e:
         mutation_for("helm", cd.encode(), tiny_cv(), {"helm_release.yaml": HELM_RELEASE}, None)
     assert "only spec.values.* maps onto the composed HelmRelease" in str(e.value)
@@ -135,9 +187,17 @@ def test_helm_release_other_paths_are_an_error():
 
 
 def test_upstream_canonical_helm_example_is_refused_for_its_cue_rule():
-    cd = HDR + ("localization:\n- {file: helm_release.yaml, tag: spec.chart.spec.version, resource: {name: chart}}\n"
-                "- file: helm_repository.yaml\n  mapping: {path: spec.url, transform: 'out: 1'}\n")
-    chart = Resource("chart", "1", "helmChart", "local", {"type": "ociArtifact", "imageReference": f"r.io/c:1@{D}"})
+    cd = HDR + (
+        "localization:\n- {file: helm_release.yaml, tag: spec.chart.spec.version, resource: {name: chart}}\n"
+        "- file: helm_repository.yaml\n  mapping: {path: spec.url, transform: 'out: 1'}\n"
+    )
+    chart = Resource(
+        "chart",
+        "1",
+        "helmChart",
+        "local",
+        {"type": "ociArtifact", "imageReference": f"r.io/c:1@{D}"},
+    )
     cv = ComponentVersion(Descriptor("a.org/x", "1", "a", (chart,)), None, "sha256:" + "0" * 64)
     with pytest.raises(UnsupportedRule) as e:
         mutation_for("helm", cd.encode(), cv, {}, None)
@@ -145,12 +205,17 @@ def test_upstream_canonical_helm_example_is_refused_for_its_cue_rule():
 
 
 def test_cue_example_from_upstream_is_refused():
-    verbatim = (DATA / "cue" / "config.yaml").read_bytes()  # upstream's file has no apiVersion: accepted
+    verbatim = (
+        DATA / "cue" / "config.yaml"
+    ).read_bytes()  # upstream's file has no apiVersion: accepted
     files = {"deployment.yaml": (DATA / "cue" / "deployment.yaml").read_bytes()}
     for cd in (verbatim, b"apiVersion: config.ocm.software/v1alpha1\n" + verbatim):
         with pytest.raises(UnsupportedRule) as e:
             mutation_for("kustomize", cd, tiny_cv(), files, None)
-        assert "ConfigData localization[0] (file deployment.yaml): CUE 'mapping' rules are not supported" in str(e.value)
+        assert (
+            "ConfigData localization[0] (file deployment.yaml): CUE 'mapping' rules are not supported"
+            in str(e.value)
+        )
 
 
 def test_no_rule_applies_is_a_warning(kustomize_files, config):
@@ -177,14 +242,18 @@ spec:
 
 
 def kz(rules: str, files: dict[str, bytes]) -> FluxMutation:
-    return mutation_for("kustomize", (HDR + "configuration:\n  rules:\n" + rules).encode(), tiny_cv(), files, {})
+    return mutation_for(
+        "kustomize", (HDR + "configuration:\n  rules:\n" + rules).encode(), tiny_cv(), files, {}
+    )
 
 
 def test_kustomize_ops_escaping_creation_and_lists():
-    m = kz("  - {value: x, file: d.yaml, path: 'spec.template.metadata.annotations[\"a.b/c~d\"]'}\n"
-           "  - {value: '--c', file: d.yaml, path: 'spec.template.spec.containers[0].args[1]'}\n"
-           "  - {value: 5, file: d.yaml, path: spec.strategy.rollingUpdate.maxSurge}\n",
-           {"d.yaml": KRM})
+    m = kz(
+        "  - {value: x, file: d.yaml, path: 'spec.template.metadata.annotations[\"a.b/c~d\"]'}\n"
+        "  - {value: '--c', file: d.yaml, path: 'spec.template.spec.containers[0].args[1]'}\n"
+        "  - {value: 5, file: d.yaml, path: spec.strategy.rollingUpdate.maxSurge}\n",
+        {"d.yaml": KRM},
+    )
     ops = [json.loads(p["patch"])[0] for p in m.kustomize_patches]
     assert ops == [
         {"op": "add", "path": "/spec/template/metadata/annotations/a.b~1c~0d", "value": "x"},
@@ -192,12 +261,19 @@ def test_kustomize_ops_escaping_creation_and_lists():
         {"op": "add", "path": "/spec/strategy", "value": {"rollingUpdate": {"maxSurge": 5}}},
     ]
     assert m.kustomize_patches[0]["target"] == {
-        "group": "apps", "version": "v1", "kind": "Deployment", "name": "app", "namespace": "team-a"}
+        "group": "apps",
+        "version": "v1",
+        "kind": "Deployment",
+        "name": "app",
+        "namespace": "team-a",
+    }
 
 
 def test_kustomize_namespace_transformer_is_fine():
-    m = kz("  - {value: 2, file: d.yaml, path: spec.replicas}\n",
-           {"d.yaml": KRM, "kustomization.yaml": b"namespace: other\nresources: [d.yaml]\n"})
+    m = kz(
+        "  - {value: 2, file: d.yaml, path: spec.replicas}\n",
+        {"d.yaml": KRM, "kustomization.yaml": b"namespace: other\nresources: [d.yaml]\n"},
+    )
     assert len(m.kustomize_patches) == 1
 
 
@@ -209,25 +285,41 @@ def test_kustomize_non_krm_file_is_an_error():
 
 def test_kustomize_kustomization_file_is_an_error():
     with pytest.raises(InvalidConfigData) as e:
-        kz("  - {value: x, file: kustomization.yaml, path: namespace}\n",
-           {"kustomization.yaml": b"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"})
+        kz(
+            "  - {value: x, file: kustomization.yaml, path: namespace}\n",
+            {
+                "kustomization.yaml": b"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+            },
+        )
     assert "is a kustomization file" in str(e.value)
 
 
 @pytest.mark.parametrize("key", ["namePrefix", "nameSuffix"])
 def test_kustomize_rename_is_an_error(key):
     with pytest.raises(InvalidConfigData) as e:
-        kz("  - {value: 2, file: base/d.yaml, path: spec.replicas}\n",
-           {"base/d.yaml": KRM, "base/kustomization.yaml": f"{key}: x-\n".encode()})
-    assert f"base/kustomization.yaml sets {key}" in str(e.value) and "Deployment/app" in str(e.value)
+        kz(
+            "  - {value: 2, file: base/d.yaml, path: spec.replicas}\n",
+            {"base/d.yaml": KRM, "base/kustomization.yaml": f"{key}: x-\n".encode()},
+        )
+    assert f"base/kustomization.yaml sets {key}" in str(e.value) and "Deployment/app" in str(
+        e.value
+    )
 
 
 def test_kustomize_images_rewrite_is_an_error():
-    files = {"d.yaml": KRM, "kustomization.yaml": b"images:\n- name: ghcr.io/a/app\n  newTag: '2'\n"}
-    cd = HDR + "localization:\n- {file: d.yaml, image: 'spec.template.spec.containers[0].image', resource: {name: image}}\n"
+    files = {
+        "d.yaml": KRM,
+        "kustomization.yaml": b"images:\n- name: ghcr.io/a/app\n  newTag: '2'\n",
+    }
+    cd = (
+        HDR
+        + "localization:\n- {file: d.yaml, image: 'spec.template.spec.containers[0].image', resource: {name: image}}\n"
+    )
     with pytest.raises(InvalidConfigData) as e:
         mutation_for("kustomize", cd.encode(), tiny_cv(), files, None)
-    assert "images: entry for 'ghcr.io/a/app'" in str(e.value) and "remove that images: entry" in str(e.value)
+    assert "images: entry for 'ghcr.io/a/app'" in str(
+        e.value
+    ) and "remove that images: entry" in str(e.value)
 
 
 def test_unknown_flavour():
@@ -237,23 +329,39 @@ def test_unknown_flavour():
 
 def test_backend_example_as_kustomize_tar():
     files = {f"manifests/{p.name}": p.read_bytes() for p in (DATA / "backend/manifests").iterdir()}
-    m = mutation_for("kustomize", (DATA / "backend/config.yaml").read_bytes(), tiny_cv(), files,
-                     {"message": "This is a test message Pipeline Backend"})
+    m = mutation_for(
+        "kustomize",
+        (DATA / "backend/config.yaml").read_bytes(),
+        tiny_cv(),
+        files,
+        {"message": "This is a test message Pipeline Backend"},
+    )
     assert [(t.rule, t.file, t.path) for t in m.trace] == [
         ("localization[0]", "manifests/deploy.yaml", "spec.template.spec.containers[0].image"),
         ("configuration.rules[0]", "manifests/deploy.yaml", "spec.replicas"),
         ("configuration.rules[1]", "manifests/configmap.yaml", "data.PODINFO_CACHE_SERVER"),
         ("configuration.rules[2]", "manifests/configmap.yaml", "data.PODINFO_UI_MESSAGE"),
     ]
-    assert m.trace[3].value == "This is a test message Pipeline Backend" and m.trace[3].old == "placeholder"
+    assert (
+        m.trace[3].value == "This is a test message Pipeline Backend"
+        and m.trace[3].old == "placeholder"
+    )
 
 
 def test_errors_name_the_configdata_resource():
     cd = HDR + "configuration:\n  rules:\n  - {value: (( nope )), file: values.yaml, path: a}\n"
     with pytest.raises(InvalidConfigData) as e:
-        mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"a: 1\n"}, {},
-                     configdata_name="ConfigData resource config of acme.org/app:1")
-    assert str(e.value).startswith("ConfigData resource config of acme.org/app:1 configuration.rules[0].value")
+        mutation_for(
+            "helm",
+            cd.encode(),
+            tiny_cv(),
+            {"values.yaml": b"a: 1\n"},
+            {},
+            configdata_name="ConfigData resource config of acme.org/app:1",
+        )
+    assert str(e.value).startswith(
+        "ConfigData resource config of acme.org/app:1 configuration.rules[0].value"
+    )
 
 
 def test_empty_chart_values_file():
@@ -266,23 +374,36 @@ def test_unreadable_target_file_names_the_rule():
     cd = HDR + "configuration:\n  rules:\n  - {value: 2, file: values.yaml, path: replicaCount}\n"
     with pytest.raises(Exception) as e:
         mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"a: [\n"}, {})
-    assert str(e.value).startswith("ConfigData configuration.rules[0].path (file values.yaml): is not valid YAML")
+    assert str(e.value).startswith(
+        "ConfigData configuration.rules[0].path (file values.yaml): is not valid YAML"
+    )
 
 
 def test_engine_findings_become_the_mutations_warnings_naming_the_resource():
     # no apiVersion/kind (accepted, as upstream), an unused broken default, a rule's own field,
     # a schema violation downgraded by the policy switch
-    cd = ("configuration:\n  defaults: {unused: (( nothere ))}\n"
-          "  schema: {type: object, properties: {replicas: {type: integer}}}\n  rules:\n"
-          "  - {value: (( replicas )), file: values.yaml, path: replicaCount}\n"
-          "  - {value: (( name )), file: values.yaml, path: nameOverride}\n"
-          "  - {value: (( name )), file: other.yaml, path: x}\n")
+    cd = (
+        "configuration:\n  defaults: {unused: (( nothere ))}\n"
+        "  schema: {type: object, properties: {replicas: {type: integer}}}\n  rules:\n"
+        "  - {value: (( replicas )), file: values.yaml, path: replicaCount}\n"
+        "  - {value: (( name )), file: values.yaml, path: nameOverride}\n"
+        "  - {value: (( name )), file: other.yaml, path: x}\n"
+    )
     name = "ConfigData (resource config)"
-    m = mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"replicaCount: 1\n"}, {"replicas": "two"},
-                     configdata_name=name, schema_violations="Warning")
+    m = mutation_for(
+        "helm",
+        cd.encode(),
+        tiny_cv(),
+        {"values.yaml": b"replicaCount: 1\n"},
+        {"replicas": "two"},
+        configdata_name=name,
+        schema_violations="Warning",
+    )
     assert m.helm_values == {"replicaCount": "two", "nameOverride": "subst-1"}
     assert [w.split(":", 1)[0] for w in m.warnings] == [
-        f"{name}", f"{name} configuration.defaults.unused", f"{name} configuration.schema",
+        f"{name}",
+        f"{name} configuration.defaults.unused",
+        f"{name} configuration.schema",
         f"{name} configuration.rules[1].value (file values.yaml)",
     ]  # rules[2] addresses a file outside the chart: its own-field warning does not apply here
     assert "apiVersion and kind are missing" in m.warnings[0]
@@ -290,14 +411,24 @@ def test_engine_findings_become_the_mutations_warnings_naming_the_resource():
     assert "values.replicas: 'two' is not of type 'integer'" in m.warnings[2]
     assert "resolves to this rule's own field name ('subst-1')" in m.warnings[3]
     with pytest.raises(Exception) as e:  # the default: schema violations are Fatal
-        mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"replicaCount: 1\n"}, {"replicas": "two"},
-                     configdata_name=name)
-    assert str(e.value).startswith(f"{name} configuration.schema: values.replicas: 'two' is not of type 'integer'")
+        mutation_for(
+            "helm",
+            cd.encode(),
+            tiny_cv(),
+            {"values.yaml": b"replicaCount: 1\n"},
+            {"replicas": "two"},
+            configdata_name=name,
+        )
+    assert str(e.value).startswith(
+        f"{name} configuration.schema: values.replicas: 'two' is not of type 'integer'"
+    )
 
 
 def test_a_carried_list_keeps_what_helm_reads_in_values_yaml():
     # Helm reads values.yaml with sigs.k8s.io/yaml (YAML 1.1): the chart's own plain `no` is false
     # and 0777 is 511; the list the HelmRelease carries must not turn them into "no" and 777
     cd = HDR + "configuration:\n  rules:\n  - {value: xx, file: values.yaml, path: 'codes[0]'}\n"
-    m = mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"codes: [de, no, 'no', 0777, y, ok]\n"}, {})
+    m = mutation_for(
+        "helm", cd.encode(), tiny_cv(), {"values.yaml": b"codes: [de, no, 'no', 0777, y, ok]\n"}, {}
+    )
     assert m.helm_values == {"codes": ["xx", False, "no", 511, True, "ok"]}

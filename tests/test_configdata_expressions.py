@@ -8,12 +8,12 @@ sources (dynaml/dynaml.peg, dynaml/*.go, yaml/interpolation.go and its tests).
 from __future__ import annotations
 
 import pytest
+from test_configdata_configure import BACKEND
 
 from function.configdata.configure import configure, merged_values, plan_configuration
 from function.configdata.expressions import classify
 from function.configdata.model import parse_configdata
 from function.errors import InvalidConfigData, InvalidValues, UnsupportedRule
-from test_configdata_configure import BACKEND
 
 
 def cd(body: str):

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from function.ocm.imageref import BadReference, image_name, parse_reference
 from function.configdata.localize import field_value
+from function.ocm.imageref import BadReference, image_name, parse_reference
 
 D = "sha256:" + "ab" * 32
 
@@ -15,41 +15,129 @@ D = "sha256:" + "ab" * 32
 @pytest.mark.parametrize(
     "ref, image, registry, repository, fqr, tag",
     [
-        ("nginx", "index.docker.io/library/nginx:latest", "index.docker.io", "library/nginx",
-         "index.docker.io/library/nginx", "latest"),
-        ("nginx:1.25", "index.docker.io/library/nginx:1.25", "index.docker.io", "library/nginx",
-         "index.docker.io/library/nginx", "1.25"),
-        ("docker.io/nginx:1", "index.docker.io/library/nginx:1", "index.docker.io", "library/nginx",
-         "index.docker.io/library/nginx", "1"),
-        ("bitnami/redis:7", "index.docker.io/bitnami/redis:7", "index.docker.io", "bitnami/redis",
-         "index.docker.io/bitnami/redis", "7"),
-        (f"nginx@{D}", f"index.docker.io/library/nginx@{D}", "index.docker.io", "library/nginx",
-         "index.docker.io/library/nginx", D),
-        ("ghcr.io/stefanprodan/podinfo:6.2.0", "ghcr.io/stefanprodan/podinfo:6.2.0", "ghcr.io",
-         "stefanprodan/podinfo", "ghcr.io/stefanprodan/podinfo", "6.2.0"),
-        (f"ghcr.io/stefanprodan/podinfo:6.2.0@{D}", f"ghcr.io/stefanprodan/podinfo@{D}", "ghcr.io",
-         "stefanprodan/podinfo", "ghcr.io/stefanprodan/podinfo", f"6.2.0@{D}"),
-        ("localhost:5000/x:1", "localhost:5000/x:1", "localhost:5000", "x", "localhost:5000/x", "1"),
-        ("localhost:5000/team/app", "localhost:5000/team/app:latest", "localhost:5000", "team/app",
-         "localhost:5000/team/app", "latest"),
-        (f"127.0.0.1:5000/upstream/podinfo:6.2.0@{D}", f"127.0.0.1:5000/upstream/podinfo@{D}",
-         "127.0.0.1:5000", "upstream/podinfo", "127.0.0.1:5000/upstream/podinfo", f"6.2.0@{D}"),
-        (f"127.0.0.1:5000/base/component-descriptors/acme.org/x@{D}",
-         f"127.0.0.1:5000/base/component-descriptors/acme.org/x@{D}", "127.0.0.1:5000",
-         "base/component-descriptors/acme.org/x", "127.0.0.1:5000/base/component-descriptors/acme.org/x", D),
+        (
+            "nginx",
+            "index.docker.io/library/nginx:latest",
+            "index.docker.io",
+            "library/nginx",
+            "index.docker.io/library/nginx",
+            "latest",
+        ),
+        (
+            "nginx:1.25",
+            "index.docker.io/library/nginx:1.25",
+            "index.docker.io",
+            "library/nginx",
+            "index.docker.io/library/nginx",
+            "1.25",
+        ),
+        (
+            "docker.io/nginx:1",
+            "index.docker.io/library/nginx:1",
+            "index.docker.io",
+            "library/nginx",
+            "index.docker.io/library/nginx",
+            "1",
+        ),
+        (
+            "bitnami/redis:7",
+            "index.docker.io/bitnami/redis:7",
+            "index.docker.io",
+            "bitnami/redis",
+            "index.docker.io/bitnami/redis",
+            "7",
+        ),
+        (
+            f"nginx@{D}",
+            f"index.docker.io/library/nginx@{D}",
+            "index.docker.io",
+            "library/nginx",
+            "index.docker.io/library/nginx",
+            D,
+        ),
+        (
+            "ghcr.io/stefanprodan/podinfo:6.2.0",
+            "ghcr.io/stefanprodan/podinfo:6.2.0",
+            "ghcr.io",
+            "stefanprodan/podinfo",
+            "ghcr.io/stefanprodan/podinfo",
+            "6.2.0",
+        ),
+        (
+            f"ghcr.io/stefanprodan/podinfo:6.2.0@{D}",
+            f"ghcr.io/stefanprodan/podinfo@{D}",
+            "ghcr.io",
+            "stefanprodan/podinfo",
+            "ghcr.io/stefanprodan/podinfo",
+            f"6.2.0@{D}",
+        ),
+        (
+            "localhost:5000/x:1",
+            "localhost:5000/x:1",
+            "localhost:5000",
+            "x",
+            "localhost:5000/x",
+            "1",
+        ),
+        (
+            "localhost:5000/team/app",
+            "localhost:5000/team/app:latest",
+            "localhost:5000",
+            "team/app",
+            "localhost:5000/team/app",
+            "latest",
+        ),
+        (
+            f"127.0.0.1:5000/upstream/podinfo:6.2.0@{D}",
+            f"127.0.0.1:5000/upstream/podinfo@{D}",
+            "127.0.0.1:5000",
+            "upstream/podinfo",
+            "127.0.0.1:5000/upstream/podinfo",
+            f"6.2.0@{D}",
+        ),
+        (
+            f"127.0.0.1:5000/base/component-descriptors/acme.org/x@{D}",
+            f"127.0.0.1:5000/base/component-descriptors/acme.org/x@{D}",
+            "127.0.0.1:5000",
+            "base/component-descriptors/acme.org/x",
+            "127.0.0.1:5000/base/component-descriptors/acme.org/x",
+            D,
+        ),
         # ggcr v0.21.7 (pinned by ocm-controller v0.32.0's go.mod; commit 4b7672c7 "preserve
         # localhost registry references", ref_test.go "localhost/testimage:mytag"): a first
         # segment "localhost" is a registry; any other one without '.' or ':' is not.
         ("localhost/foo:1", "localhost/foo:1", "localhost", "foo", "localhost/foo", "1"),
-        (f"localhost/foo:1@{D}", f"localhost/foo@{D}", "localhost", "foo", "localhost/foo", f"1@{D}"),
-        ("localhost/team/app", "localhost/team/app:latest", "localhost", "team/app", "localhost/team/app", "latest"),
-        ("localhostx/foo:1", "index.docker.io/localhostx/foo:1", "index.docker.io", "localhostx/foo",
-         "index.docker.io/localhostx/foo", "1"),
+        (
+            f"localhost/foo:1@{D}",
+            f"localhost/foo@{D}",
+            "localhost",
+            "foo",
+            "localhost/foo",
+            f"1@{D}",
+        ),
+        (
+            "localhost/team/app",
+            "localhost/team/app:latest",
+            "localhost",
+            "team/app",
+            "localhost/team/app",
+            "latest",
+        ),
+        (
+            "localhostx/foo:1",
+            "index.docker.io/localhostx/foo:1",
+            "index.docker.io",
+            "localhostx/foo",
+            "index.docker.io/localhostx/foo",
+            "1",
+        ),
         ("Localhost/foo:1", None, None, None, None, None),
     ],
 )
 def test_fields_follow_go_containerregistry(ref, image, registry, repository, fqr, tag):
-    if image is None:  # ggcr compares "localhost" case-sensitively: "Localhost" is a repository, and invalid
+    if (
+        image is None
+    ):  # ggcr compares "localhost" case-sensitively: "Localhost" is a repository, and invalid
         with pytest.raises(BadReference):
             parse_reference(ref)
         return
@@ -94,14 +182,21 @@ _host = st.one_of(
     st.from_regex(r"[a-z]{1,8}(\.[a-z]{1,4})?:[0-9]{2,5}", fullmatch=True),
 )
 _tag = st.one_of(st.just(""), st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,20}", fullmatch=True))
-_digest = st.one_of(st.just(""), st.from_regex(r"[a-f0-9]{64}", fullmatch=True).map(lambda h: "sha256:" + h))
+_digest = st.one_of(
+    st.just(""), st.from_regex(r"[a-f0-9]{64}", fullmatch=True).map(lambda h: "sha256:" + h)
+)
 
 
 @settings(max_examples=300)
 @given(_host, st.lists(_seg, min_size=1, max_size=4), _tag, _digest)
 def test_generated_references_round_trip(host, segs, tag, digest):
     repo = "/".join(segs)
-    ref = (f"{host}/" if host else "") + repo + (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
+    ref = (
+        (f"{host}/" if host else "")
+        + repo
+        + (f":{tag}" if tag else "")
+        + (f"@{digest}" if digest else "")
+    )
     r = parse_reference(ref)
     assert r.digest == digest
     assert r.identifier == (digest or tag or "latest")
@@ -109,7 +204,9 @@ def test_generated_references_round_trip(host, segs, tag, digest):
         assert r.registry == host and r.repository == repo
     # Name() parses back to itself: localization output is a valid, stable reference.
     again = parse_reference(r.name)
-    assert again.name == r.name and again.registry == r.registry and again.repository == r.repository
+    assert (
+        again.name == r.name and again.registry == r.registry and again.repository == r.repository
+    )
     if digest:
         assert "@" in r.name and f":{tag}@" not in r.name
     # what a tag rule writes: TAG@DIGEST, the digest, or the tag; "repo:" + it parses back pinned

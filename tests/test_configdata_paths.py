@@ -15,7 +15,10 @@ from function.errors import InvalidConfigData
     [
         ("spec.replicas", ("spec", "replicas")),
         (".spec.replicas", ("spec", "replicas")),
-        ("spec.template.spec.containers[0].image", ("spec", "template", "spec", "containers", 0, "image")),
+        (
+            "spec.template.spec.containers[0].image",
+            ("spec", "template", "spec", "containers", 0, "image"),
+        ),
         ("data.PODINFO_UI_MESSAGE", ("data", "PODINFO_UI_MESSAGE")),
         ('metadata.annotations["a.b/c"]', ("metadata", "annotations", "a.b/c")),
         ('.["x.y"]', ("x.y",)),

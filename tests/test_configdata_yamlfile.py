@@ -10,7 +10,9 @@ from function.configdata.substitution import Substitution
 from function.errors import InvalidConfigData
 
 
-def sub(path: str, value, file: str = "f.yaml", rule: str = "configuration.rules[0]") -> Substitution:
+def sub(
+    path: str, value, file: str = "f.yaml", rule: str = "configuration.rules[0]"
+) -> Substitution:
     return Substitution(rule, "path", file, parse_path(path), value)
 
 
@@ -41,11 +43,15 @@ data:
 
 
 def test_round_trip_keeps_comments_order_quotes_and_separators():
-    r = apply_to_file(DEPLOY, "f.yaml", [
-        sub("spec.template.spec.containers[0].image", "r.io/a/b@sha256:" + "e" * 64),
-        sub("spec.replicas", 3),
-        sub('metadata.annotations["a.b/c"]', "y"),
-    ])
+    r = apply_to_file(
+        DEPLOY,
+        "f.yaml",
+        [
+            sub("spec.template.spec.containers[0].image", "r.io/a/b@sha256:" + "e" * 64),
+            sub("spec.replicas", 3),
+            sub('metadata.annotations["a.b/c"]', "y"),
+        ],
+    )
     out = r.text
     assert out.startswith("# leading comment\n---\napiVersion: apps/v1\n")
     assert "  replicas: 3  # how many\n" in out
@@ -107,7 +113,10 @@ def test_single_document_creates_deep_keys_like_yq():
 
 def test_later_substitution_sees_earlier_value_as_old():
     r = apply_to_file("a: 1\n", "f.yaml", [sub("a", 2, rule="localization[0]"), sub("a", 3)])
-    assert [(c.rule, c.old, c.value) for c in r.changes] == [("localization[0]", 1, 2), ("configuration.rules[0]", 2, 3)]
+    assert [(c.rule, c.old, c.value) for c in r.changes] == [
+        ("localization[0]", 1, 2),
+        ("configuration.rules[0]", 2, 3),
+    ]
     assert r.text == "a: 3\n"
 
 
@@ -142,7 +151,9 @@ def test_block_scalars_keep_their_style():
 
 
 def test_empty_file_is_an_empty_map():
-    r = apply_to_file("# just a comment\n", "values.yaml", [sub("image.tag", "1", file="values.yaml")])
+    r = apply_to_file(
+        "# just a comment\n", "values.yaml", [sub("image.tag", "1", file="values.yaml")]
+    )
     assert r.text.endswith("image:\n  tag: '1'\n")
     assert r.changes[0].created == 2
 
@@ -152,21 +163,26 @@ def test_created_keys_are_logged_at_debug(caplog):
 
     with caplog.at_level(logging.DEBUG, logger="function.configdata.substitution"):
         apply_to_file("a: {}\n", "f.yaml", [sub("a.b", 1)])
-    assert "created missing key(s): configuration.rules[0]: f.yaml document 0 a.b: None -> 1 [created]" in caplog.text
+    assert (
+        "created missing key(s): configuration.rules[0]: f.yaml document 0 a.b: None -> 1 [created]"
+        in caplog.text
+    )
 
 
-from hypothesis import assume, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from ruamel.yaml import YAML  # noqa: E402
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from ruamel.yaml import YAML
 
-from function.configdata.paths import get  # noqa: E402
+from function.configdata.paths import get
 
 _keys = st.from_regex(r"[a-z][a-z0-9_.-]{0,6}", fullmatch=True)
 _scalars = st.one_of(st.integers(-5, 5), st.booleans(), st.text(max_size=8), st.none())
 _docs = st.recursive(
     _scalars,
-    lambda inner: st.one_of(st.lists(inner, min_size=1, max_size=3), st.dictionaries(_keys, inner, min_size=1,
-                                                                                      max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3),
+        st.dictionaries(_keys, inner, min_size=1, max_size=3),
+    ),
     max_leaves=12,
 ).filter(lambda d: isinstance(d, dict))
 

@@ -29,9 +29,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pytest
 import yaml
@@ -379,7 +380,11 @@ def _diff(a: Any, b: Any, path: str = "") -> list[str]:
                 out += _diff(a[k], b[k], p)
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _diff(x, y, f"{path}[{i}]")]
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=False))
+            for d in _diff(x, y, f"{path}[{i}]")
+        ]
     return [] if a == b else [f"{path}: crossplane {a!r} != sack8s {b!r}"]
 
 
@@ -392,8 +397,14 @@ def test_normaliser_drops_only_what_render_adds() -> None:
             "generateName": "a-",
             "labels": {"crossplane.io/composite": "a", "team": "t"},
             "ownerReferences": [
-                {"apiVersion": "g/v1", "kind": "X", "name": "a", "uid": "", "controller": True,
-                 "blockOwnerDeletion": True},
+                {
+                    "apiVersion": "g/v1",
+                    "kind": "X",
+                    "name": "a",
+                    "uid": "",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                },
                 {"apiVersion": "v1", "kind": "Other", "name": "o", "uid": "u"},
             ],
         },
@@ -447,7 +458,7 @@ def test_render_matches_sack8s_render(
     # The same Warning/Normal results, in order: sack8s prints "<Severity> <reason>: <message>".
     sk_lines = [ln for ln in r.sack8s.stderr.splitlines() if re.match(r"^(Warning|Normal) ", ln)]
     assert len(sk_lines) == len(r.crossplane_results), r.sack8s.stderr
-    for res, line in zip(r.crossplane_results, sk_lines):
+    for res, line in zip(r.crossplane_results, sk_lines, strict=False):
         severity = res["severity"].removeprefix("SEVERITY_").title()
         assert line.startswith(f"{severity} ") and line.endswith(f": {res['message']}"), (res, line)
 
@@ -491,7 +502,7 @@ class Validation:
         return "\n".join(self.problems) + "\n--- crossplane beta validate:\n" + self.output
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _extension_gvks(extensions: tuple[Path, ...]) -> frozenset[tuple[str, str]]:
     """The (apiVersion, kind)s the extension CRDs and XRDs define (XRDs: also the claim kind)."""
     out: set[tuple[str, str]] = set()
@@ -539,9 +550,15 @@ def validate(
     (cache / "local" / "none@v0").mkdir(parents=True, exist_ok=True)
     proc = _run(
         [
-            str(crossplane_bin), "beta", "validate",
-            "--cache-dir", str(cache), "--crossplane-image", "local/none:v0",
-            ",".join(map(str, extensions)), ",".join(map(str, resources)),
+            str(crossplane_bin),
+            "beta",
+            "validate",
+            "--cache-dir",
+            str(cache),
+            "--crossplane-image",
+            "local/none:v0",
+            ",".join(map(str, extensions)),
+            ",".join(map(str, resources)),
         ]
     )
     v = Validation(proc.returncode, proc.stdout + proc.stderr)
@@ -561,7 +578,9 @@ def validate(
             elif (api, m.group(2)) not in ALLOWED_MISSING:
                 v.problems.append(f"unexpected missing schema: {line}")
         elif m := SUMMARY.match(line):
-            v.summary = dict(zip(("total", "missing", "success", "failure"), map(int, m.groups())))
+            v.summary = dict(
+                zip(("total", "missing", "success", "failure"), map(int, m.groups()), strict=False)
+            )
 
     docs = _expanded(resources)
     known = _extension_gvks(tuple(extensions))
@@ -723,7 +742,10 @@ def test_render_fatal_forbidden_namespace(
 
 
 def test_crossplane_render_against_a_live_registry_with_function_credentials(
-    crossplane_bin: Path, server: Server, basic_auth_registry, tmp_path: Path  # noqa: F811
+    crossplane_bin: Path,
+    server: Server,
+    basic_auth_registry,
+    tmp_path: Path,
 ) -> None:
     """`crossplane render --function-credentials` against `sack8s serve`, reading the copied-default
     transfer from an htpasswd registry: Flux objects pinned where the OCM CLI wrote; same as sack8s render."""
@@ -734,20 +756,38 @@ def test_crossplane_render_against_a_live_registry_with_function_credentials(
     xr["spec"]["component"].update(repository=f"oci::http://{host}/copied-default", version="6.2.0")
     comp = _load(REPO / "examples/composition.yaml")[0]
     policy = comp["spec"]["pipeline"][0]["input"]
-    policy.update(registries=[{"host": host, "plainHTTP": True, "credentials": "registry-creds"}], mirrors=[])
-    policy["imageRegistries"] = [{"host": host, "pullCredential": True}, {"host": "127.0.0.1:5000", "pullCredential": True}]
+    policy.update(
+        registries=[{"host": host, "plainHTTP": True, "credentials": "registry-creds"}], mirrors=[]
+    )
+    policy["imageRegistries"] = [
+        {"host": host, "pullCredential": True},
+        {"host": "127.0.0.1:5000", "pullCredential": True},
+    ]
     policy["ocm"] = {"enabled": True, "gate": False}
     comp["spec"]["pipeline"][0]["credentials"] = [
-        {"name": "registry-creds", "source": "Secret", "secretRef": {"namespace": "crossplane-system", "name": "pull-secret"}}
+        {
+            "name": "registry-creds",
+            "source": "Secret",
+            "secretRef": {"namespace": "crossplane-system", "name": "pull-secret"},
+        }
     ]
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": "pull-secret", "namespace": "crossplane-system"},
-        "data": {"username": base64.b64encode(USER.encode()).decode(), "password": base64.b64encode(PASSWORD.encode()).decode()},
+        "data": {
+            "username": base64.b64encode(USER.encode()).decode(),
+            "password": base64.b64encode(PASSWORD.encode()).decode(),
+        },
     }
-    xr_file, comp_file, cred_file = _dump([xr], tmp_path / "xr.yaml"), _dump([comp], tmp_path / "comp.yaml"), _dump([secret], tmp_path / "creds.yaml")
-    cp = crossplane_render(crossplane_bin, server, xr_file, comp_file, "--function-credentials", str(cred_file))
+    xr_file, comp_file, cred_file = (
+        _dump([xr], tmp_path / "xr.yaml"),
+        _dump([comp], tmp_path / "comp.yaml"),
+        _dump([secret], tmp_path / "creds.yaml"),
+    )
+    cp = crossplane_render(
+        crossplane_bin, server, xr_file, comp_file, "--function-credentials", str(cred_file)
+    )
     assert cp.returncode == 0, f"{cp.stderr}\nserver log:\n{server.logs()}"
     sk = sack8s_render(xr_file, comp_file, "--function-credentials", str(cred_file))
     assert sk.returncode == 0, sk.stderr
@@ -759,9 +799,16 @@ def test_crossplane_render_against_a_live_registry_with_function_credentials(
     repo = f"{host}/copied-default/component-descriptors/acme.org/sack8s/podinfo"
     src = got["flux-ocirepository"]["spec"]
     assert src["url"] == f"oci://{repo}"
-    assert src["ref"] == {"digest": "sha256:d3db565bb38f9b1e65f95416ccdd7582911e79a57a5007ffb5f80a4b1d47d315"}
+    assert src["ref"] == {
+        "digest": "sha256:d3db565bb38f9b1e65f95416ccdd7582911e79a57a5007ffb5f80a4b1d47d315"
+    }
     images = xr_out["status"]["images"]
-    assert images == [{"resource": "image", "reference": f"{repo}@sha256:11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1"}]
+    assert images == [
+        {
+            "resource": "image",
+            "reference": f"{repo}@sha256:11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1",
+        }
+    ]
     assert PASSWORD not in cp.stdout + cp.stderr + sk.stdout + sk.stderr + server.logs()
 
 

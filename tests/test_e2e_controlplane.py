@@ -514,7 +514,9 @@ def case_xr(case: Case, out: Path) -> Path:
         xr["spec"]["namespaces"][0]["name"] = f"{case.flavour}-long-".ljust(63, "n")
         # An XR name past 63 is no namespace name, so it cannot be its own tenant: ops name the
         # tenant (docs/security.md, "Tenancy"); the target is that tenant's own name.
-        xr["metadata"].setdefault("labels", {})["sack8s.io/tenant"] = xr["spec"]["namespaces"][0]["name"]
+        xr["metadata"].setdefault("labels", {})["sack8s.io/tenant"] = xr["spec"]["namespaces"][0][
+            "name"
+        ]
     return dump_all([xr], out / f"xr-{case.name}.yaml")
 
 

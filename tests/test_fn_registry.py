@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """RunFunction end to end against a real registry serving what the real OCM CLI wrote.
 
 Given only an XR, a policy and credentials, the function renders Flux objects whose chart,
@@ -20,12 +19,15 @@ import pytest
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from support.faultproxy import MARKER
+from support.oci_env import (
+    PASSWORD,
+    USER,
+)
 from support.settle import converge
 from test_soak import namespaces_required
-from support.oci_env import PASSWORD, USER, basic_auth_registry, fault_proxy, fixture_registry, htpasswd_file, proxy  # noqa: F401
 
-from function.fn import FunctionRunner
 from function.cache import Cache
+from function.fn import FunctionRunner
 from function.render import input_from_composition, load_docs, render
 from function.sources import SourceFactory
 
@@ -52,14 +54,21 @@ def localized_image(mode: str, repo: str) -> str:
     }[mode]
 
 
-def setup(host: str, mode: str, xr_file: str = "examples/xr.yaml") -> tuple[dict[str, Any], dict[str, Any]]:
+def setup(
+    host: str, mode: str, xr_file: str = "examples/xr.yaml"
+) -> tuple[dict[str, Any], dict[str, Any]]:
     xr = load_docs([REPO / xr_file])[0]
     xr["spec"]["component"]["repository"] = f"oci::http://{host}/{mode}"
     xr["spec"]["component"]["version"] = "6.2.0"
-    policy = input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "composition")
+    policy = input_from_composition(
+        load_docs([REPO / "examples/composition.yaml"])[0], "composition"
+    )
     policy["registries"] = [{"host": host, "plainHTTP": True}]
     # Images stay where the fixture's descriptors name them (127.0.0.1:5000) unless copied by value.
-    policy["imageRegistries"] = [{"host": host, "pullCredential": True}, {"host": "127.0.0.1:5000", "pullCredential": True}]
+    policy["imageRegistries"] = [
+        {"host": host, "pullCredential": True},
+        {"host": "127.0.0.1:5000", "pullCredential": True},
+    ]
     policy["mirrors"] = []
     policy["ocm"] = {"enabled": True, "gate": False}
     # The fixture registry's components carry the OCM CLI fixtures' ConfigData, whose Helm rule
@@ -70,7 +79,10 @@ def setup(host: str, mode: str, xr_file: str = "examples/xr.yaml") -> tuple[dict
 
 
 def keyed(out) -> dict[str, dict[str, Any]]:
-    return {r["metadata"]["annotations"]["crossplane.io/composition-resource-name"]: r for r in out.resources}
+    return {
+        r["metadata"]["annotations"]["crossplane.io/composition-resource-name"]: r
+        for r in out.resources
+    }
 
 
 def runner() -> FunctionRunner:
@@ -92,14 +104,18 @@ def test_helm_in_every_transfer_mode(fixture_registry, mode: str) -> None:
     got = keyed(out)
     src = got["flux-ocirepository"]["spec"]
     assert src["url"] == f"oci://{repo}" and src["ref"] == {"digest": CHART}
-    assert src["layerSelector"]["mediaType"] == "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+    assert (
+        src["layerSelector"]["mediaType"] == "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+    )
     status = out.xr["status"]
     assert status["component"]["descriptorDigest"] == DESCRIPTOR_MANIFESTS[mode]
     assert status["images"] == [{"resource": "image", "reference": localized_image(mode, repo)}]
     values = got["flux-helmrelease"]["spec"]["values"]
     # the fixture ConfigData's tag rule: TAG@digest in every mode (copied-default: the referenceName tag)
     assert values["image"]["tag"] == f"6.2.0@{IMAGE}"
-    assert any("localization[1].repository" in r.message for r in out.results)  # the downgraded defect
+    assert any(
+        "localization[1].repository" in r.message for r in out.results
+    )  # the downgraded defect
 
 
 @pytest.mark.parametrize("mode", sorted(DESCRIPTOR_MANIFESTS))
@@ -120,7 +136,10 @@ def test_kustomize_in_every_transfer_mode(fixture_registry, mode: str) -> None:
     assert f"{untagged}@{digest}" in patches
 
 
-@pytest.mark.parametrize("constraint,expected", [(">=6.2.0", "6.3.0"), ("<6.3.0", "6.2.0"), ("~6.2", "6.2.0"), ("^6", "6.3.0")])
+@pytest.mark.parametrize(
+    "constraint,expected",
+    [(">=6.2.0", "6.3.0"), ("<6.3.0", "6.2.0"), ("~6.2", "6.2.0"), ("^6", "6.3.0")],
+)
 def test_version_ranges(fixture_registry, constraint: str, expected: str) -> None:
     xr, policy = setup(fixture_registry.host, "source")
     xr["spec"]["component"]["version"] = constraint
@@ -132,16 +151,29 @@ def test_version_ranges(fixture_registry, constraint: str, expected: str) -> Non
 def test_resolved_version_is_sticky_and_never_moves_back(fixture_registry) -> None:
     xr, policy = setup(fixture_registry.host, "source")
     xr["spec"]["component"]["version"] = ">=6.2.0"
-    status = {"component": {"name": "acme.org/sack8s/podinfo", "constraint": ">=6.2.0", "repository": xr["spec"]["component"]["repository"], "version": "6.3.0"}}
+    status = {
+        "component": {
+            "name": "acme.org/sack8s/podinfo",
+            "constraint": ">=6.2.0",
+            "repository": xr["spec"]["component"]["repository"],
+            "version": "6.3.0",
+        }
+    }
     xr["status"] = status
     out = asyncio.run(render(xr, policy, runner=runner()))
     assert out.xr["status"]["component"]["version"] == "6.3.0"
     # A newer match moves it forward; a constraint change re-resolves.
     xr["status"]["component"]["version"] = "6.2.0"
-    assert asyncio.run(render(xr, policy, runner=runner())).xr["status"]["component"]["version"] == "6.3.0"
+    assert (
+        asyncio.run(render(xr, policy, runner=runner())).xr["status"]["component"]["version"]
+        == "6.3.0"
+    )
     xr["spec"]["component"]["version"] = "<6.3.0"
     xr["status"]["component"]["version"] = "6.3.0"
-    assert asyncio.run(render(xr, policy, runner=runner())).xr["status"]["component"]["version"] == "6.2.0"
+    assert (
+        asyncio.run(render(xr, policy, runner=runner())).xr["status"]["component"]["version"]
+        == "6.2.0"
+    )
 
 
 def test_second_reconcile_in_the_same_process_makes_no_registry_call(proxy) -> None:
@@ -179,7 +211,11 @@ def test_registry_fault_on_a_later_reconcile_is_one_fatal_and_keeps_desired(prox
     resource.update(req.observed.composite, xr)
     req.input.update(policy)
     for k in ("flux-helmrelease", "namespace-podinfo"):
-        obj = next(o for o in first.resources if o["metadata"]["annotations"]["crossplane.io/composition-resource-name"] == k)
+        obj = next(
+            o
+            for o in first.resources
+            if o["metadata"]["annotations"]["crossplane.io/composition-resource-name"] == k
+        )
         resource.update(req.observed.resources[k], obj)
         resource.update(req.desired.resources[k], obj)  # what an earlier pipeline step passed on
     for name in namespaces_required(xr, policy):  # targets and the deploy namespace: absent
@@ -199,21 +235,36 @@ def _credentials(username: str, password: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": "registry-creds"},
-        "data": {"username": base64.b64encode(username.encode()).decode(), "password": base64.b64encode(password.encode()).decode()},
+        "data": {
+            "username": base64.b64encode(username.encode()).decode(),
+            "password": base64.b64encode(password.encode()).decode(),
+        },
     }
 
 
 def test_basic_auth_with_pipeline_credentials(basic_auth_registry) -> None:
     xr, policy = setup(basic_auth_registry.host, "copied-default")
     policy["registries"][0]["credentials"] = "registry-creds"
-    out = asyncio.run(render(xr, policy, credentials=[_credentials(USER, PASSWORD)], runner=runner()))
+    out = asyncio.run(
+        render(xr, policy, credentials=[_credentials(USER, PASSWORD)], runner=runner())
+    )
     assert out.fatal is None, out.fatal.message
-    assert out.xr["status"]["component"]["descriptorDigest"] == DESCRIPTOR_MANIFESTS["copied-default"]
-    bad = asyncio.run(render(xr, policy, credentials=[_credentials(USER, "wrong-" + PASSWORD)], runner=runner()))
+    assert (
+        out.xr["status"]["component"]["descriptorDigest"] == DESCRIPTOR_MANIFESTS["copied-default"]
+    )
+    bad = asyncio.run(
+        render(xr, policy, credentials=[_credentials(USER, "wrong-" + PASSWORD)], runner=runner())
+    )
     assert bad.fatal is not None
     assert "401" in bad.fatal.message or "unauthorized" in bad.fatal.message.lower()
     assert PASSWORD not in bad.fatal.message and "wrong-" not in bad.fatal.message
-    anon = asyncio.run(render(xr, {**policy, "registries": [{"host": basic_auth_registry.host, "plainHTTP": True}]}, runner=runner()))
+    anon = asyncio.run(
+        render(
+            xr,
+            {**policy, "registries": [{"host": basic_auth_registry.host, "plainHTTP": True}]},
+            runner=runner(),
+        )
+    )
     assert anon.fatal is not None and PASSWORD not in anon.fatal.message
 
 

@@ -88,7 +88,10 @@ def test_helm_graph_has_the_edges_a_reader_needs():
     )
     # grouped by namespace, every composed object but the Usages a node
     deploy_ns = docs[0]["status"]["deploy"]["namespace"]  # sack8s-podinfo-<hash>
-    assert f'  subgraph ns_{deploy_ns.replace("-", "_")}["Namespace {deploy_ns} (deploy namespace)"]' in g
+    assert (
+        f'  subgraph ns_{deploy_ns.replace("-", "_")}["Namespace {deploy_ns} (deploy namespace)"]'
+        in g
+    )
     assert '  subgraph ns_podinfo["Namespace podinfo (target namespace)"]' in g
     for d in docs[1:]:
         if d["kind"] not in ("Usage", "ClusterUsage", "Namespace"):
@@ -101,7 +104,9 @@ def test_helm_graph_has_the_edges_a_reader_needs():
     assert 'n_rolebinding_podinfo -->|"to"| n_serviceaccount_deployer' in g
     # which secret feeds which object
     repository_secret = next(
-        d["spec"]["target"]["name"] for d in docs[1:] if d["metadata"]["annotations"]["crossplane.io/composition-resource-name"]
+        d["spec"]["target"]["name"]
+        for d in docs[1:]
+        if d["metadata"]["annotations"]["crossplane.io/composition-resource-name"]
         == "externalsecret-repository"
     )
     for consumer in (
@@ -125,7 +130,10 @@ def test_helm_graph_has_the_edges_a_reader_needs():
 
 def test_gated_graph_shows_what_waits():
     g = graph("helm-gated")
-    assert re.search(r"HelmRelease and OCIRepository<br/>podinfo-[a-z2-7]{20}<br/>\(withheld until the gate opens\)", g)
+    assert re.search(
+        r"HelmRelease and OCIRepository<br/>podinfo-[a-z2-7]{20}<br/>\(withheld until the gate opens\)",
+        g,
+    )
     assert 'n_ocm_component ==>|"gate: Ready at 6.2.0"| n_withheld_flux' in g
     assert "n_flux_helmrelease" not in g
 

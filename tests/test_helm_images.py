@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """Helm without helm-controller: what the chart renders with the composed values (issue 17, item 4).
 
 helm-controller cannot be built here, so for the bundled Helm example in every transfer mode
@@ -38,8 +37,8 @@ from conftest import FIXTURES, need_path, need_tools
 from support.imageref import ImageRef, parse
 from support.oci_env import need_gardener_ocm, registry_bin
 from support.registry import RegistryServer
-from support.tlsca import make_pki
 from support.settle import converge
+from support.tlsca import make_pki
 
 from function.render import load_docs
 
@@ -68,7 +67,9 @@ def bundled_registry(tmp_path_factory: pytest.TempPathFactory) -> RegistryServer
     from support.ctfpush import push_ctf
 
     need_gardener_ocm()
-    descriptors = need_path(FIXTURES / "descriptors", "OCM CLI fixture descriptors", "SACK8S_FIXTURES")
+    descriptors = need_path(
+        FIXTURES / "descriptors", "OCM CLI fixture descriptors", "SACK8S_FIXTURES"
+    )
     binary = registry_bin()
     root = tmp_path_factory.mktemp("helm-registry")
     pki = make_pki(root / "pki", name="sack8s helm-test registry CA")

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """The runtime image, run the way Crossplane runs it (issue 22).
 
 Opt-in (marker ``image``, deselected from the default run): ``.ci/run`` builds the image with

@@ -26,8 +26,12 @@ DIGEST = "sha256:11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf
 
 def setup(fixtures_dir: Path, xr_file: str = "examples/xr.yaml"):
     xr = claim_to_xr(load_docs([REPO / xr_file])[0])
-    policy = input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "composition")
-    policy["mirrors"] = [{"repository": "oci::http://127.0.0.1:5000/source", "path": str(fixtures_dir / "ctf")}]
+    policy = input_from_composition(
+        load_docs([REPO / "examples/composition.yaml"])[0], "composition"
+    )
+    policy["mirrors"] = [
+        {"repository": "oci::http://127.0.0.1:5000/source", "path": str(fixtures_dir / "ctf")}
+    ]
     policy["ocm"] = {"enabled": True, "gate": False}
     return xr, policy
 
@@ -38,7 +42,9 @@ def test_fixture_helm_configdata_is_fatal_by_default(fixtures_dir):
     assert out.fatal is not None and out.resources == []  # nothing composed, nothing applied
     assert out.fatal.reason == "InvalidImageReference"
     msg = out.fatal.message
-    assert msg.startswith("ConfigData (resource config) localization[1].repository (file values.yaml): ")
+    assert msg.startswith(
+        "ConfigData (resource config) localization[1].repository (file values.yaml): "
+    )
     assert "without its registry '127.0.0.1:5000'" in msg and "fullyQualifiedRepository" in msg
     assert "configData.imagePairs: Warning" in msg
 
@@ -49,17 +55,26 @@ def test_ops_can_downgrade_to_a_warning(fixtures_dir):
     out = asyncio.run(render(xr, policy))
     assert out.fatal is None
     warnings = [r.message for r in out.results if r.severity == fnv1.SEVERITY_WARNING]
-    assert any(w.startswith("ConfigData (resource config) localization[1].repository (file values.yaml): ")
-               for w in warnings), warnings
+    assert any(
+        w.startswith("ConfigData (resource config) localization[1].repository (file values.yaml): ")
+        for w in warnings
+    ), warnings
     (hr,) = [r for r in out.resources if r["kind"] == "HelmRelease"]
-    assert hr["spec"]["values"]["image"] == {"repository": "upstream/podinfo", "tag": f"6.2.0@{DIGEST}"}
+    assert hr["spec"]["values"]["image"] == {
+        "repository": "upstream/podinfo",
+        "tag": f"6.2.0@{DIGEST}",
+    }
 
 
 def test_the_kustomize_deployable_of_the_same_component_composes(fixtures_dir):
     xr, policy = setup(fixtures_dir, "examples/xr-kustomize.yaml")
     out = asyncio.run(render(xr, policy))
     assert out.fatal is None, out.fatal.message if out.fatal else ""
-    assert not [r for r in out.results if r.severity == fnv1.SEVERITY_WARNING and "localization" in r.message]
+    assert not [
+        r
+        for r in out.results
+        if r.severity == fnv1.SEVERITY_WARNING and "localization" in r.message
+    ]
 
 
 def test_an_unknown_switch_value_is_an_input_error(fixtures_dir):
@@ -74,7 +89,16 @@ def test_sack8s_render_says_the_same(fixtures_dir, tmp_path):
     _, policy = setup(fixtures_dir)
     (tmp_path / "input.yaml").write_text(yaml.safe_dump(policy))
     exe = Path(sys.executable).with_name("sack8s")
-    p = subprocess.run([str(exe), "render", "examples/xr.yaml", "--input", str(tmp_path / "input.yaml")], cwd=REPO,
-                       capture_output=True, text=True, timeout=120, check=False)
+    p = subprocess.run(
+        [str(exe), "render", "examples/xr.yaml", "--input", str(tmp_path / "input.yaml")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert p.returncode == 1 and p.stdout == ""
-    assert "localization[1].repository (file values.yaml)" in p.stderr and "configData.imagePairs" in p.stderr
+    assert (
+        "localization[1].repository (file values.yaml)" in p.stderr
+        and "configData.imagePairs" in p.stderr
+    )

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """Observability (issue 12, requirement 6): Prometheus metrics and request-scoped structured logs.
 
 * ``function/metrics.py``: requests by outcome, duration, results by severity and reason,
@@ -31,8 +30,8 @@ from support.registry import free_port
 from test_soak import Server, claim, drive, request
 
 from function import metrics
-from function.fn import FunctionRunner
 from function.cache import Cache
+from function.fn import FunctionRunner
 from function.render import render
 from function.sources import SourceFactory
 
@@ -72,11 +71,15 @@ def test_request_and_result_counters_in_process() -> None:
     def delta(name: str, labels: dict[str, str] | None = None) -> float:
         return sample(after, name, labels) - sample(before, name, labels)
 
-    assert delta("sack8s_requests_total", {"outcome": "waiting"}) == 1  # the first round, before required resources
+    assert (
+        delta("sack8s_requests_total", {"outcome": "waiting"}) == 1
+    )  # the first round, before required resources
     assert delta("sack8s_requests_total", {"outcome": "composed"}) == 1
     assert delta("sack8s_requests_total", {"outcome": "fatal"}) == 1
     assert delta("sack8s_results_total", {"severity": "Fatal", "reason": "PolicyViolation"}) == 1
-    assert delta("sack8s_results_total", {"severity": "Normal", "reason": "WaitingForNamespace"}) == 1
+    assert (
+        delta("sack8s_results_total", {"severity": "Normal", "reason": "WaitingForNamespace"}) == 1
+    )
     assert delta("sack8s_request_duration_seconds_count") == 3
 
 
@@ -86,7 +89,9 @@ def test_cache_statistics_and_registry_latency_from_the_real_registry(proxy) -> 
     xr["spec"]["component"]["repository"] = f"oci::http://{proxy.host}/source"
     xr["spec"]["component"]["version"] = "6.2.0"
     policy["registries"] = [{"host": proxy.host, "plainHTTP": True}]
-    policy["imageRegistries"] = [{"host": "127.0.0.1:5000", "pullCredential": True}]  # the fixture's images
+    policy["imageRegistries"] = [
+        {"host": "127.0.0.1:5000", "pullCredential": True}
+    ]  # the fixture's images
     policy["mirrors"] = []
     policy["configData"] = {"imagePairs": "Warning"}  # the fixture registry's ConfigData (issue 20)
     # The cache counters sum over the caches alive: collect other tests' garbage first, or one
@@ -95,18 +100,29 @@ def test_cache_statistics_and_registry_latency_from_the_real_registry(proxy) -> 
     before = scrape()
     r = runner()
     assert asyncio.run(render(copy.deepcopy(xr), policy, runner=r)).fatal is None
-    assert asyncio.run(render(copy.deepcopy(xr), policy, runner=r)).fatal is None  # warm: cache hits
+    assert (
+        asyncio.run(render(copy.deepcopy(xr), policy, runner=r)).fatal is None
+    )  # warm: cache hits
     proxy.fault("500")
     assert asyncio.run(render(copy.deepcopy(xr), policy, runner=runner())).fatal is not None
     after = scrape()
-    ok = sample(after, "sack8s_registry_request_duration_seconds_count", {"outcome": "ok"}) - sample(
-        before, "sack8s_registry_request_duration_seconds_count", {"outcome": "ok"})
-    err = sample(after, "sack8s_registry_request_duration_seconds_count", {"outcome": "error"}) - sample(
-        before, "sack8s_registry_request_duration_seconds_count", {"outcome": "error"})
+    ok = sample(
+        after, "sack8s_registry_request_duration_seconds_count", {"outcome": "ok"}
+    ) - sample(before, "sack8s_registry_request_duration_seconds_count", {"outcome": "ok"})
+    err = sample(
+        after, "sack8s_registry_request_duration_seconds_count", {"outcome": "error"}
+    ) - sample(before, "sack8s_registry_request_duration_seconds_count", {"outcome": "error"})
     assert ok >= 3 and err >= 1, (ok, err)
     assert sample(after, "sack8s_cache_hits_total") > sample(before, "sack8s_cache_hits_total")
     assert sample(after, "sack8s_cache_registry_requests_total") >= len(proxy.requests) > 0
-    assert sample(after, "sack8s_results_total", {"severity": "Fatal", "reason": "ComponentSourceUnavailable"}) >= 1
+    assert (
+        sample(
+            after,
+            "sack8s_results_total",
+            {"severity": "Fatal", "reason": "ComponentSourceUnavailable"},
+        )
+        >= 1
+    )
 
 
 def test_label_values_are_bounded() -> None:
@@ -116,7 +132,7 @@ def test_label_values_are_bounded() -> None:
     r = runner()
     for i in range(20):
         bad = copy.deepcopy(xr)
-        bad["spec"]["namespaces"][0]["name"] = f"Evil-{i}-\"label\"{{}}"
+        bad["spec"]["namespaces"][0]["name"] = f'Evil-{i}-"label"{{}}'
         asyncio.run(render(bad, policy, runner=r))
     reasons = set(re.findall(r'reason="([^"]*)"', scrape()))
     assert not any("Evil" in x for x in reasons)
@@ -128,8 +144,18 @@ def test_metrics_address_validation() -> None:
         metrics.parse_address("nonsense")
     assert metrics.parse_address(":9090") == ("0.0.0.0", 9090)
     assert metrics.parse_address("[::1]:9090") == ("::1", 9090)
-    out = subprocess.run([str(Path(sys.executable).with_name("sack8s")), "serve", "--insecure", "--metrics-address", "nope"],
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("sack8s")),
+            "serve",
+            "--insecure",
+            "--metrics-address",
+            "nope",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 2 and "--metrics-address" in out.stderr
 
 
@@ -140,24 +166,45 @@ def test_serve_exposes_metrics_only_when_asked(tmp_path: Path) -> None:
     bad = claim("obs")
     bad["spec"]["namespaces"][0]["name"] = "default"
     try:
-        asyncio.run(drive(server.address, [("valid", request(claim("obs"), policy)), ("invalid", request(bad, policy))]))
+        asyncio.run(
+            drive(
+                server.address,
+                [("valid", request(claim("obs"), policy)), ("invalid", request(bad, policy))],
+            )
+        )
         text = server.metrics()
     finally:
         server.stop()
     assert sample(text, "sack8s_requests_total", {"outcome": "composed"}) == 1
-    assert sample(text, "sack8s_results_total", {"severity": "Fatal", "reason": "PolicyViolation"}) == 1
+    assert (
+        sample(text, "sack8s_results_total", {"severity": "Fatal", "reason": "PolicyViolation"})
+        == 1
+    )
     assert "sack8s_cache_hits_total" in text and "sack8s_registry_request_duration_seconds" in text
     # Through SACK8S_METRICS_ADDRESS, and nothing listens without it.
     port = free_port()
     env = {**os.environ, metrics.ENV_ADDRESS: f"127.0.0.1:{port}"}
     gport = free_port()
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("sack8s")), "serve", "--insecure", "--address", f"127.0.0.1:{gport}"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("sack8s")),
+            "serve",
+            "--insecure",
+            "--address",
+            f"127.0.0.1:{gport}",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
             try:
-                assert b"sack8s_requests_total" in urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1).read()
+                assert (
+                    b"sack8s_requests_total"
+                    in urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1).read()
+                )
                 break
             except OSError:
                 assert time.monotonic() < deadline, "metrics not served with SACK8S_METRICS_ADDRESS"
@@ -166,8 +213,18 @@ def test_serve_exposes_metrics_only_when_asked(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(10)
     env.pop(metrics.ENV_ADDRESS)
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("sack8s")), "serve", "--insecure", "--address", f"127.0.0.1:{gport}"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("sack8s")),
+            "serve",
+            "--insecure",
+            "--address",
+            f"127.0.0.1:{gport}",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         time.sleep(2)
         with pytest.raises(OSError):
@@ -185,7 +242,9 @@ def test_every_log_line_of_a_request_carries_the_claim(caplog: pytest.LogCapture
     caplog.set_level(logging.DEBUG, logger="function")
     xr, policy = example()
     as_claim(xr)
-    xr["spec"]["values"]["inline"]["extra"] = {"deep": 1}  # not in the schema: a Fatal from a deeper module
+    xr["spec"]["values"]["inline"]["extra"] = {
+        "deep": 1
+    }  # not in the schema: a Fatal from a deeper module
     with structlog.testing.capture_logs() as logs:
         asyncio.run(render(copy.deepcopy(xr), policy, runner=runner()))
         ok = copy.deepcopy(xr)
@@ -198,7 +257,9 @@ def test_every_log_line_of_a_request_carries_the_claim(caplog: pytest.LogCapture
 
         async def deeper() -> None:
             with structlog.contextvars.bound_contextvars(xr="podinfo", claim="team-a/podinfo"):
-                logging.getLogger("function.configdata.substitution").warning("from a deeper module")
+                logging.getLogger("function.configdata.substitution").warning(
+                    "from a deeper module"
+                )
 
         asyncio.run(deeper())
     assert len(logs) >= 4, logs
@@ -206,7 +267,9 @@ def test_every_log_line_of_a_request_carries_the_claim(caplog: pytest.LogCapture
         assert entry.get("xr") == "podinfo", entry
         assert entry.get("claim") == "team-a/podinfo", entry
     assert any(e.get("logger") == "function.configdata.substitution" for e in logs)
-    assert any(e.get("event") == "fatal" for e in logs) and any(e.get("event") == "composed" for e in logs)
+    assert any(e.get("event") == "fatal" for e in logs) and any(
+        e.get("event") == "composed" for e in logs
+    )
 
 
 def test_request_context_does_not_leak_between_concurrent_requests() -> None:
@@ -223,7 +286,9 @@ def test_request_context_does_not_leak_between_concurrent_requests() -> None:
     with structlog.testing.capture_logs() as logs:
         asyncio.run(both())
     for entry in logs:
-        assert (entry.get("xr"), entry.get("claim")) in (("a-x", "ns-a/a"), ("b-x", "ns-b/b")), entry
+        assert (entry.get("xr"), entry.get("claim")) in (("a-x", "ns-a/a"), ("b-x", "ns-b/b")), (
+            entry
+        )
     assert structlog.contextvars.get_contextvars() == {}
 
 
@@ -234,7 +299,12 @@ def test_serve_debug_log_lines_all_name_the_claim(tmp_path: Path) -> None:
     bad["spec"]["namespaces"][0]["name"] = "default"
     try:
         start = len(server.output().splitlines())
-        asyncio.run(drive(server.address, [("valid", request(claim("logged"), policy)), ("invalid", request(bad, policy))]))
+        asyncio.run(
+            drive(
+                server.address,
+                [("valid", request(claim("logged"), policy)), ("invalid", request(bad, policy))],
+            )
+        )
         time.sleep(0.3)
         output = server.output()  # the request lines; the server's own "stopped" line comes later
     finally:
@@ -246,7 +316,9 @@ def test_serve_debug_log_lines_all_name_the_claim(tmp_path: Path) -> None:
         assert "claim=team-a/logged" in ln and "xr=logged-x1" in ln, ln
 
 
-def test_a_real_deeper_module_line_carries_the_claim(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_real_deeper_module_line_carries_the_claim(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """function.configdata.substitution logs (stdlib, debug) when a rule creates keys."""
     import json as _json
 
@@ -254,7 +326,9 @@ def test_a_real_deeper_module_line_carries_the_claim(tmp_path: Path, caplog: pyt
     from test_security_hostile import CONFIGDATA_BLOB, component_dir, with_component
 
     cd = _yaml.safe_load(CONFIGDATA_BLOB.read_text())
-    cd["configuration"]["rules"].append({"file": "values.yaml", "path": "brand.new.key", "value": "(( message ))"})
+    cd["configuration"]["rules"].append(
+        {"file": "values.yaml", "path": "brand.new.key", "value": "(( message ))"}
+    )
     xr, policy = with_component(component_dir(tmp_path / "c", _json.dumps(cd)))
     as_claim(xr)
     caplog.set_level(logging.DEBUG, logger="function")

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """Credentials (htpasswd basic auth, the bearer-token flow), TLS with a private CA, and a
 component written by Gardener's Python OCM bindings, all against real registries on loopback."""
 
@@ -24,8 +23,8 @@ from support.oci_env import (  # noqa: F401
     token_registry,
 )
 
-from function.errors import ComponentError
 from function.cache import Cache
+from function.errors import ComponentError
 from function.ocm.model import Repository
 from function.ocm.oci import (
     AllowedHost,

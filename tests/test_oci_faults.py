@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """Every registry failure is ONE error naming component, version, registry and what failed,
 never a credential or a response body. Faults come from a loopback proxy in front of the
 real registry (tests/support/faultproxy.py) and from tampered copies of the storage."""
@@ -24,8 +23,8 @@ from support.oci_env import (  # noqa: F401
 )
 from support.registry import free_port
 
-from function.errors import ComponentError, SourceUnavailable
 from function.cache import Cache
+from function.errors import ComponentError, SourceUnavailable
 from function.ocm.model import Repository
 from function.ocm.oci import AllowedHost, BasicCredential, CredentialSet, OciSource, RegistryAccess
 from function.ocm.oci.client import RegistryClient, RegistryError

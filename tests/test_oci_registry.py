@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """OciSource against Debian's docker-registry serving what OCM CLI v0.9.1 wrote (FACTS.md)."""
 
 from __future__ import annotations
@@ -10,10 +9,16 @@ import json
 
 import pytest
 from conftest import FIXTURES
-from support.oci_env import COMPONENT, basic_auth_registry, fault_proxy, fixture_registry, proxy  # noqa: F401
+from support.oci_env import (  # noqa: F401
+    COMPONENT,
+    basic_auth_registry,
+    fault_proxy,
+    fixture_registry,
+    proxy,
+)
 
-from function.errors import ComponentError
 from function.cache import Cache
+from function.errors import ComponentError
 from function.ocm.descriptor import parse_descriptor
 from function.ocm.model import Repository
 from function.ocm.oci import AllowedHost, OciSource, RegistryAccess, open_registry

@@ -8,15 +8,8 @@ import json
 
 import pytest
 
-from function.errors import InvalidPolicy
 from function.cache import Cache
-from function.ocm.oci import (
-    BasicCredential,
-    CredentialSet,
-    credentials_from_request_data,
-    parse_www_authenticate,
-)
-from function.ocm.oci.config import AllowedHost, RegistryAccess, normalize_host
+from function.errors import InvalidPolicy
 from function.ocm.layout import (
     ACCEPT_MANIFESTS,
     LayoutError,
@@ -25,6 +18,13 @@ from function.ocm.layout import (
     find_descriptor_manifest,
     is_manifest_media_type,
 )
+from function.ocm.oci import (
+    BasicCredential,
+    CredentialSet,
+    credentials_from_request_data,
+    parse_www_authenticate,
+)
+from function.ocm.oci.config import AllowedHost, RegistryAccess, normalize_host
 
 D1 = "sha256:" + "1" * 64
 D2 = "sha256:" + "2" * 64

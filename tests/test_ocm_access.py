@@ -34,7 +34,11 @@ LAYERS = (
     Layer("application/vnd.ocm.software.component-descriptor.v2+json", "sha256:" + "6e" * 32, 2242),
     Layer("application/x-tar", TAR, 4608),
     Layer("application/x-tar+gzip", TGZ, 516),
-    Layer("application/yaml", "sha256:29f6125ecdc4a1ed3635c8a12497221b3d5fc27e8b4d6a73231db6765d395051", 916),
+    Layer(
+        "application/yaml",
+        "sha256:29f6125ecdc4a1ed3635c8a12497221b3d5fc27e8b4d6a73231db6765d395051",
+        916,
+    ),
 )
 REPO = "127.0.0.1:5000/{}/component-descriptors/acme.org/sack8s/podinfo"
 
@@ -46,10 +50,20 @@ LOCALIZED = {
 }
 
 
-def _cv(fixtures_dir: Path, path: str, *, repository: Repository | None | str = "default", layers=LAYERS) -> ComponentVersion:
-    d = parse_descriptor((fixtures_dir / "descriptors" / f"{path}-6.2.0.json").read_bytes(), None, "t")
-    repo = Repository(host="127.0.0.1:5000", base=path, plain_http=True) if repository == "default" else repository
-    return ComponentVersion(descriptor=d, repository=repo, descriptor_digest=DESC_MANIFEST[path], layers=layers)
+def _cv(
+    fixtures_dir: Path, path: str, *, repository: Repository | None | str = "default", layers=LAYERS
+) -> ComponentVersion:
+    d = parse_descriptor(
+        (fixtures_dir / "descriptors" / f"{path}-6.2.0.json").read_bytes(), None, "t"
+    )
+    repo = (
+        Repository(host="127.0.0.1:5000", base=path, plain_http=True)
+        if repository == "default"
+        else repository
+    )
+    return ComponentVersion(
+        descriptor=d, repository=repo, descriptor_digest=DESC_MANIFEST[path], layers=layers
+    )
 
 
 def _res(cv: ComponentVersion, name: str) -> Resource:
@@ -89,14 +103,18 @@ def test_flux_kustomize_tgz(fixtures_dir: Path, path: str) -> None:
 
 def test_flux_source_digest_from_flux_md(fixtures_dir: Path) -> None:
     cv = _cv(fixtures_dir, "source")
-    assert flux_source(cv, _res(cv, "manifests-gz"), "kustomize").digest.startswith("sha256:b26fc226")
+    assert flux_source(cv, _res(cv, "manifests-gz"), "kustomize").digest.startswith(
+        "sha256:b26fc226"
+    )
     assert flux_source(cv, _res(cv, "chart"), "helm").digest.startswith("sha256:d3db565b")
 
 
 @pytest.mark.parametrize("path", list(LOCALIZED))
 def test_flux_plain_tar_says_compress(fixtures_dir: Path, path: str) -> None:
     cv = _cv(fixtures_dir, path)
-    with pytest.raises(ComponentError, match=r"resource manifests: .*add `compress: true` to the `dir` input"):
+    with pytest.raises(
+        ComponentError, match=r"resource manifests: .*add `compress: true` to the `dir` input"
+    ):
         flux_source(cv, _res(cv, "manifests"), "kustomize")
 
 
@@ -105,7 +123,11 @@ def test_flux_kustomize_checks(fixtures_dir: Path) -> None:
     res = _res(cv, "manifests-gz")
     with pytest.raises(ComponentError, match="gzip magic bytes 1f 8b"):
         flux_source(cv, res, "kustomize", blob_head=b"./\x00\x00")
-    dup = _cv(fixtures_dir, "source", layers=LAYERS + (Layer("application/x-tar+gzip", "sha256:" + "ab" * 32, 1),))
+    dup = _cv(
+        fixtures_dir,
+        "source",
+        layers=LAYERS + (Layer("application/x-tar+gzip", "sha256:" + "ab" * 32, 1),),
+    )
     with pytest.raises(ComponentError, match="has 2 layers of media type application/x-tar\\+gzip"):
         flux_source(dup, res, "kustomize")
     with pytest.raises(ComponentError, match="layers are unknown"):
@@ -114,7 +136,10 @@ def test_flux_kustomize_checks(fixtures_dir: Path) -> None:
 
 def test_no_repository(fixtures_dir: Path) -> None:
     cv = _cv(fixtures_dir, "copied-default", repository=None)
-    with pytest.raises(ComponentError, match="resource image: .*read the component from \\(or map it to\\) a registry"):
+    with pytest.raises(
+        ComponentError,
+        match="resource image: .*read the component from \\(or map it to\\) a registry",
+    ):
         localized_reference(cv, _res(cv, "image"))
     with pytest.raises(ComponentError, match="map it to"):
         flux_source(cv, _res(cv, "chart"), "helm")
@@ -125,19 +150,35 @@ def test_no_repository(fixtures_dir: Path) -> None:
 
 def test_plain_blobs_are_not_images(fixtures_dir: Path) -> None:
     cv = _cv(fixtures_dir, "source")
-    with pytest.raises(ComponentError, match="resource config: access LocalBlob/v1 with mediaType 'application/yaml' is a plain blob"):
+    with pytest.raises(
+        ComponentError,
+        match="resource config: access LocalBlob/v1 with mediaType 'application/yaml' is a plain blob",
+    ):
         localized_reference(cv, _res(cv, "config"))
-    with pytest.raises(ComponentError, match="resource config: access LocalBlob/v1 .* cannot serve as a Helm chart"):
+    with pytest.raises(
+        ComponentError, match="resource config: access LocalBlob/v1 .* cannot serve as a Helm chart"
+    ):
         flux_source(cv, _res(cv, "config"), "helm")
 
 
 def _resource(access: dict, digest: Digest | None = None, name: str = "r") -> Resource:
-    return Resource(name=name, version="1", type="ociImage", relation="external", access=MappingProxyType(access), digest=digest)
+    return Resource(
+        name=name,
+        version="1",
+        type="ociImage",
+        relation="external",
+        access=MappingProxyType(access),
+        digest=digest,
+    )
 
 
 def _cv_with(*resources: Resource, repository: Repository | None = None) -> ComponentVersion:
     d = Descriptor(name="acme.org/x", version="1.0.0", provider="acme", resources=resources)
-    return ComponentVersion(descriptor=d, repository=repository or Repository("reg.example.com", "base"), descriptor_digest=DESC_MANIFEST["source"])
+    return ComponentVersion(
+        descriptor=d,
+        repository=repository or Repository("reg.example.com", "base"),
+        descriptor_digest=DESC_MANIFEST["source"],
+    )
 
 
 SHA = "sha256:" + "a" * 64
@@ -146,7 +187,10 @@ SHA = "sha256:" + "a" * 64
 def test_unpinned_reference() -> None:
     r = _resource({"type": "ociImage", "imageReference": "https://ghcr.io/org/app:1.0"})
     cv = _cv_with(r)
-    with pytest.raises(ComponentError, match="resource r: access ociImage: image reference ghcr.io/org/app:1.0 has no digest"):
+    with pytest.raises(
+        ComponentError,
+        match="resource r: access ociImage: image reference ghcr.io/org/app:1.0 has no digest",
+    ):
         localized_reference(cv, r)
     assert localized_reference(cv, r, allow_unpinned=True) == "ghcr.io/org/app:1.0"
     with pytest.raises(ComponentError, match="never by tag"):
@@ -158,39 +202,71 @@ def test_unpinned_reference() -> None:
 
 
 def test_pinned_by_oci_artifact_digest_and_mismatch() -> None:
-    r = _resource({"type": "OCIImage/v1", "imageReference": "ghcr.io/org/app:1.0"}, Digest("sha256", "ociArtifactDigest/v1", "a" * 64))
+    r = _resource(
+        {"type": "OCIImage/v1", "imageReference": "ghcr.io/org/app:1.0"},
+        Digest("sha256", "ociArtifactDigest/v1", "a" * 64),
+    )
     assert localized_reference(_cv_with(r), r) == f"ghcr.io/org/app:1.0@{SHA}"
-    bad = _resource({"type": "ociArtifact", "imageReference": "ghcr.io/org/app:1.0@sha256:" + "b" * 64}, r.digest)
+    bad = _resource(
+        {"type": "ociArtifact", "imageReference": "ghcr.io/org/app:1.0@sha256:" + "b" * 64},
+        r.digest,
+    )
     with pytest.raises(ComponentError, match="differs from resource digest"):
         localized_reference(_cv_with(bad), bad)
 
 
 def test_global_access() -> None:
-    r = _resource({
-        "type": "localBlob",
-        "localReference": SHA,
-        "mediaType": "application/vnd.toi.ocm.software.package.v1+yaml",
-        "globalAccess": {"type": "OCIImageLayer", "ref": "ghcr.io/org/comp", "digest": SHA},
-    })
+    r = _resource(
+        {
+            "type": "localBlob",
+            "localReference": SHA,
+            "mediaType": "application/vnd.toi.ocm.software.package.v1+yaml",
+            "globalAccess": {"type": "OCIImageLayer", "ref": "ghcr.io/org/comp", "digest": SHA},
+        }
+    )
     assert localized_reference(_cv_with(r), r) == f"ghcr.io/org/comp@{SHA}"
-    g = _resource({
-        "type": "localBlob", "localReference": SHA, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "globalAccess": {"type": "ociArtifact", "imageReference": f"ghcr.io/org/chart:1.0@{SHA}"},
-    })
+    g = _resource(
+        {
+            "type": "localBlob",
+            "localReference": SHA,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "globalAccess": {
+                "type": "ociArtifact",
+                "imageReference": f"ghcr.io/org/chart:1.0@{SHA}",
+            },
+        }
+    )
     assert localized_reference(_cv_with(g), g) == f"ghcr.io/org/chart:1.0@{SHA}"
-    assert flux_source(_cv_with(g), g, "helm") == FluxSource("oci://ghcr.io/org/chart", SHA, HELM_CHART_LAYER, "copy", "ghcr.io")
+    assert flux_source(_cv_with(g), g, "helm") == FluxSource(
+        "oci://ghcr.io/org/chart", SHA, HELM_CHART_LAYER, "copy", "ghcr.io"
+    )
 
 
 def test_oci_artifact_flux_sources() -> None:
-    r = _resource({"type": "ociRegistry", "imageReference": "http://10.0.0.1:5000/charts/app:1.0"}, Digest("SHA-256", "genericBlobDigest/v1", "a" * 64))
+    r = _resource(
+        {"type": "ociRegistry", "imageReference": "http://10.0.0.1:5000/charts/app:1.0"},
+        Digest("SHA-256", "genericBlobDigest/v1", "a" * 64),
+    )
     cv = _cv_with(r)
-    assert flux_source(cv, r, "helm") == FluxSource("oci://10.0.0.1:5000/charts/app", SHA, HELM_CHART_LAYER, "copy", "10.0.0.1:5000")
+    assert flux_source(cv, r, "helm") == FluxSource(
+        "oci://10.0.0.1:5000/charts/app", SHA, HELM_CHART_LAYER, "copy", "10.0.0.1:5000"
+    )
     assert flux_source(cv, r, "kustomize") == FluxSource(
         "oci://10.0.0.1:5000/charts/app", SHA, FLUX_CONTENT_LAYER, "extract", "10.0.0.1:5000"
     )
-    local = _resource({"type": "localBlob", "localReference": SHA, "mediaType": "application/vnd.oci.image.manifest.v1+json"})
+    local = _resource(
+        {
+            "type": "localBlob",
+            "localReference": SHA,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        }
+    )
     assert flux_source(_cv_with(local), local, "kustomize") == FluxSource(
-        "oci://reg.example.com/base/component-descriptors/acme.org/x", SHA, FLUX_CONTENT_LAYER, "extract", "reg.example.com"
+        "oci://reg.example.com/base/component-descriptors/acme.org/x",
+        SHA,
+        FLUX_CONTENT_LAYER,
+        "extract",
+        "reg.example.com",
     )
 
 
@@ -205,9 +281,16 @@ def test_unknown_access_type() -> None:
 @pytest.mark.parametrize(
     "raw,norm",
     [
-        ("ociArtifact", "ociArtifact"), ("ociArtifact/v1", "ociArtifact"), ("OCIImage/v1", "ociArtifact"),
-        ("ociRegistry", "ociArtifact"), ("ociImage", "ociArtifact"), ("OCIARTIFACT/V1", "ociArtifact"),
-        ("localBlob", "localBlob"), ("LocalBlob/v1", "localBlob"), ("OCIImageLayer", "ociBlob"), ("s3", "s3"),
+        ("ociArtifact", "ociArtifact"),
+        ("ociArtifact/v1", "ociArtifact"),
+        ("OCIImage/v1", "ociArtifact"),
+        ("ociRegistry", "ociArtifact"),
+        ("ociImage", "ociArtifact"),
+        ("OCIARTIFACT/V1", "ociArtifact"),
+        ("localBlob", "localBlob"),
+        ("LocalBlob/v1", "localBlob"),
+        ("OCIImageLayer", "ociBlob"),
+        ("s3", "s3"),
     ],
 )
 def test_normalize_access_type(raw: str, norm: str) -> None:
@@ -216,7 +299,13 @@ def test_normalize_access_type(raw: str, norm: str) -> None:
 
 def test_parse_image_reference() -> None:
     r = parse_image_reference(f"http://127.0.0.1:5000/upstream/podinfo:6.2.0@{IMG}", "t")
-    assert (r.host, r.path, r.tag, r.digest, r.scheme) == ("127.0.0.1:5000", "upstream/podinfo", "6.2.0", IMG, "http")
+    assert (r.host, r.path, r.tag, r.digest, r.scheme) == (
+        "127.0.0.1:5000",
+        "upstream/podinfo",
+        "6.2.0",
+        IMG,
+        "http",
+    )
     r = parse_image_reference("nginx:1.0", "t")
     assert (r.host, r.path, r.tag) == ("", "nginx", "1.0")
     with pytest.raises(ComponentError, match="not a valid OCI reference"):

@@ -38,23 +38,44 @@ def _special(name: str, kind: bytes, link: str = "") -> tarfile.TarInfo:
 
 def test_real_blobs(fixtures_dir: Path) -> None:
     blobs = fixtures_dir / "ctf" / "blobs"
-    chart = helm_chart_files((blobs / "sha256.b066b463394241cbe4fe377c9c99e6b968b06a7ae6fcf1477bf65b5bdf207f8b").read_bytes(), W)
+    chart = helm_chart_files(
+        (
+            blobs / "sha256.b066b463394241cbe4fe377c9c99e6b968b06a7ae6fcf1477bf65b5bdf207f8b"
+        ).read_bytes(),
+        W,
+    )
     assert set(chart) == {"Chart.yaml", "values.yaml", "templates/deployment.yaml"}
-    tgz = extract_archive((blobs / "sha256.8e58f26c448517d24f1aa8900dee2092e683ebb7ff210198be8760a79f63ba97").read_bytes(), W, require_gzip=True)
-    plain = extract_archive((blobs / "sha256.2bef48462c47fb8eabf5f64aec4984bf2f50a2bd67e07c40546eba424168f6bd").read_bytes(), W)
+    tgz = extract_archive(
+        (
+            blobs / "sha256.8e58f26c448517d24f1aa8900dee2092e683ebb7ff210198be8760a79f63ba97"
+        ).read_bytes(),
+        W,
+        require_gzip=True,
+    )
+    plain = extract_archive(
+        (
+            blobs / "sha256.2bef48462c47fb8eabf5f64aec4984bf2f50a2bd67e07c40546eba424168f6bd"
+        ).read_bytes(),
+        W,
+    )
     assert tgz == plain  # "./" prefixes normalised in both
     assert set(tgz) == {"configmap.yaml", "deployment.yaml", "kustomization.yaml"}
 
 
 def test_dot_prefix_and_dirs_normalised() -> None:
-    files = extract_archive(_tar([_special("./", tarfile.DIRTYPE), ("./a/./b.yaml", b"x"), ("c", b"y")], gz=True), W)
+    files = extract_archive(
+        _tar([_special("./", tarfile.DIRTYPE), ("./a/./b.yaml", b"x"), ("c", b"y")], gz=True), W
+    )
     assert files == {"a/b.yaml": b"x", "c": b"y"}
 
 
 def test_gzip_bomb() -> None:
     bomb = gzip.compress(b"\0" * (80 * 1024 * 1024))
     assert len(bomb) < 200_000
-    with pytest.raises(ComponentError, match=f"^{W}: archive expands to more than \\d+ bytes when decompressed \\(gzip bomb\\?\\)"):
+    with pytest.raises(
+        ComponentError,
+        match=f"^{W}: archive expands to more than \\d+ bytes when decompressed \\(gzip bomb\\?\\)",
+    ):
         extract_archive(bomb, W)
     with pytest.raises(ComponentError, match="gzip bomb"):
         gunzip_capped(gzip.compress(b"a" * 2000), W, max_bytes=1000)
@@ -67,21 +88,28 @@ def test_too_many_entries() -> None:
 
 
 def test_file_and_total_caps() -> None:
-    with pytest.raises(ComponentError, match="archive entry 'big' is 2000 bytes, more than the 1000 byte limit"):
+    with pytest.raises(
+        ComponentError, match="archive entry 'big' is 2000 bytes, more than the 1000 byte limit"
+    ):
         extract_archive(_tar([("big", b"x" * 2000)]), W, max_file_bytes=1000)
     with pytest.raises(ComponentError, match="more than 1500 bytes in total"):
         extract_archive(_tar([("a", b"x" * 1000), ("b", b"x" * 1000)]), W, max_total_bytes=1500)
 
 
 def test_traversal() -> None:
-    with pytest.raises(ComponentError, match=f"^{W}: archive entry '../evil.yaml': path traversal \\('..'\\) refused"):
+    with pytest.raises(
+        ComponentError,
+        match=f"^{W}: archive entry '../evil.yaml': path traversal \\('..'\\) refused",
+    ):
         extract_archive(_tar([("../evil.yaml", b"x")], gz=True), W)
     with pytest.raises(ComponentError, match="path traversal"):
         extract_archive(_tar([("a/../../evil", b"x")]), W)
 
 
 def test_absolute_path() -> None:
-    with pytest.raises(ComponentError, match=f"^{W}: archive entry '/etc/passwd': absolute path refused"):
+    with pytest.raises(
+        ComponentError, match=f"^{W}: archive entry '/etc/passwd': absolute path refused"
+    ):
         extract_archive(_tar([("/etc/passwd", b"x")], gz=True), W)
 
 
@@ -112,14 +140,16 @@ def test_helm_chart_layout() -> None:
         helm_chart_files(_tar([("a/Chart.yaml", b""), ("b/values.yaml", b"")], gz=True), W)
     with pytest.raises(ComponentError, match="has no c/Chart.yaml"):
         helm_chart_files(_tar([("c/values.yaml", b"")], gz=True), W)
-    assert helm_chart_files(_tar([("c/Chart.yaml", b"n"), ("c/values.yaml", b"v")], gz=True), W) == {
+    assert helm_chart_files(
+        _tar([("c/Chart.yaml", b"n"), ("c/values.yaml", b"v")], gz=True), W
+    ) == {
         "Chart.yaml": b"n",
         "values.yaml": b"v",
     }
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @given(st.binary(max_size=2048))

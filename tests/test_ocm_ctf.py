@@ -50,7 +50,10 @@ async def test_reads_both_versions(ctf: CtfSource, fixtures_dir: Path) -> None:
 
 
 async def test_missing_version_lists_available(ctf: CtfSource) -> None:
-    with pytest.raises(ComponentError, match=r"component acme.org/sack8s/podinfo:9.9.9: not found .*versions there: 6.2.0, 6.3.0"):
+    with pytest.raises(
+        ComponentError,
+        match=r"component acme.org/sack8s/podinfo:9.9.9: not found .*versions there: 6.2.0, 6.3.0",
+    ):
         await ctf.get(NAME, "9.9.9")
 
 
@@ -73,7 +76,10 @@ async def test_tampered_blob_refused(fixtures_dir: Path, tmp_path: Path) -> None
     blob.write_bytes(bytes(data))
     src = CtfSource(dst, repository=MIRROR)
     cv = await src.get(NAME, "6.2.0")
-    with pytest.raises(ComponentError, match=f"component acme.org/sack8s/podinfo:6.2.0: blob sha256:{TGZ}: digest mismatch"):
+    with pytest.raises(
+        ComponentError,
+        match=f"component acme.org/sack8s/podinfo:6.2.0: blob sha256:{TGZ}: digest mismatch",
+    ):
         await src.blob(cv, f"sha256:{TGZ}", "application/x-tar+gzip")
 
 
@@ -89,14 +95,21 @@ async def test_tag_pointing_at_manifest_and_build_tags(fixtures_dir: Path, tmp_p
     dst = _copy(fixtures_dir, tmp_path)
     index = json.loads((dst / "artifact-index.json").read_bytes())
     index["artifacts"].append(
-        {"repository": f"component-descriptors/{NAME}", "tag": "6.2.0.build-x", "digest": DESC_620,
-         "mediaType": "application/vnd.oci.image.manifest.v1+json"}
+        {
+            "repository": f"component-descriptors/{NAME}",
+            "tag": "6.2.0.build-x",
+            "digest": DESC_620,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        }
     )
     (dst / "artifact-index.json").write_text(json.dumps(index))
     src = CtfSource(dst)
     assert "6.2.0+x" in await src.list_versions(NAME)
     # The descriptor inside says 6.2.0, so asking for 6.2.0+x reaches the manifest but is refused by name check.
-    with pytest.raises(ComponentError, match="the stored descriptor is acme.org/sack8s/podinfo:6.2.0, not acme.org/sack8s/podinfo:6.2.0\\+x"):
+    with pytest.raises(
+        ComponentError,
+        match="the stored descriptor is acme.org/sack8s/podinfo:6.2.0, not acme.org/sack8s/podinfo:6.2.0\\+x",
+    ):
         await src.get(NAME, "6.2.0+x")
 
 
@@ -121,7 +134,9 @@ async def test_index_child_found_by_type_not_position(fixtures_dir: Path, tmp_pa
 
 async def test_blob_outside_component_refused(ctf: CtfSource) -> None:
     cv = await ctf.get(NAME, "6.2.0")
-    other = "sha256:e1f633a724caa539db05c12b81e19d8452ea5d6c328feb82bcd218da7888bf23"  # the 6.3.0 chart
+    other = (
+        "sha256:e1f633a724caa539db05c12b81e19d8452ea5d6c328feb82bcd218da7888bf23"  # the 6.3.0 chart
+    )
     with pytest.raises(ComponentError, match="is not part of this component version"):
         await ctf.blob(cv, other, "application/vnd.oci.image.manifest.v1+json")
     with pytest.raises(ComponentError, match="not a sha256:<64 hex> digest"):
@@ -129,21 +144,30 @@ async def test_blob_outside_component_refused(ctf: CtfSource) -> None:
 
 
 async def test_load_component_chart_and_config(ctf: CtfSource, fixtures_dir: Path) -> None:
-    lc = await load_component(ctf, NAME, "6.2.0", deployable=("chart", {}), configdata=("config", {}))
+    lc = await load_component(
+        ctf, NAME, "6.2.0", deployable=("chart", {}), configdata=("config", {})
+    )
     assert lc.component.version == "6.2.0"
     chart = lc.contents["chart"]
     assert set(chart) == {"Chart.yaml", "values.yaml", "templates/deployment.yaml"}
     assert b"repository: ghcr.io/stefanprodan/podinfo" in chart["values.yaml"]
     assert lc.blob_heads["chart"].startswith(b"\x1f\x8b")
-    assert lc.contents["config"] == {"config": (fixtures_dir / "ctf" / "blobs" / f"sha256.{CONFIG}").read_bytes()}
-    assert lc.contents["config"]["config"] == (fixtures_dir / "inputs" / "config" / "config.yaml").read_bytes()
+    assert lc.contents["config"] == {
+        "config": (fixtures_dir / "ctf" / "blobs" / f"sha256.{CONFIG}").read_bytes()
+    }
+    assert (
+        lc.contents["config"]["config"]
+        == (fixtures_dir / "inputs" / "config" / "config.yaml").read_bytes()
+    )
     # The same component feeds access.py.
     res = next(r for r in lc.component.descriptor.resources if r.name == "chart")
     assert flux_source(lc.component, res, "helm").digest.startswith("sha256:d3db565b")
 
 
 async def test_load_component_kustomize_range(ctf: CtfSource) -> None:
-    lc = await load_component(ctf, NAME, ">=6.2.0 <7.0.0", deployable=("manifests-gz", {}), configdata=("", {}))
+    lc = await load_component(
+        ctf, NAME, ">=6.2.0 <7.0.0", deployable=("manifests-gz", {}), configdata=("", {})
+    )
     assert lc.component.version == "6.3.0"
     files = lc.contents["manifests-gz"]
     assert set(files) == {"configmap.yaml", "deployment.yaml", "kustomization.yaml"}
@@ -152,7 +176,9 @@ async def test_load_component_kustomize_range(ctf: CtfSource) -> None:
     fs = flux_source(lc.component, res, "kustomize", blob_head=lc.blob_heads["manifests-gz"])
     assert fs.digest == DESC_630
     image = next(r for r in lc.component.descriptor.resources if r.name == "image")
-    assert localized_reference(lc.component, image).startswith("127.0.0.1:5000/upstream/podinfo:6.2.0@sha256:11342fe5")
+    assert localized_reference(lc.component, image).startswith(
+        "127.0.0.1:5000/upstream/podinfo:6.2.0@sha256:11342fe5"
+    )
 
 
 async def test_load_component_versions(ctf: CtfSource) -> None:
@@ -164,12 +190,16 @@ async def test_load_component_versions(ctf: CtfSource) -> None:
     assert (await load_component(ctf, NAME, "^6", previous="6.2.0")).component.version == "6.3.0"
     assert (await load_component(ctf, NAME, "^6", previous="5.0.0")).component.version == "6.3.0"
     assert (await load_component(ctf, NAME, "=6.2.0")).component.version == "6.2.0"
-    with pytest.raises(ComponentError, match="no version satisfies '>=7' \\(available: 6.3.0, 6.2.0\\)"):
+    with pytest.raises(
+        ComponentError, match="no version satisfies '>=7' \\(available: 6.3.0, 6.2.0\\)"
+    ):
         await load_component(ctf, NAME, ">=7")
 
 
 async def test_load_component_ambiguous_deployable(ctf: CtfSource) -> None:
-    with pytest.raises(ComponentError, match="has 3 resources of type helmChart or kustomize.ocm.fluxcd.io"):
+    with pytest.raises(
+        ComponentError, match="has 3 resources of type helmChart or kustomize.ocm.fluxcd.io"
+    ):
         await load_component(ctf, NAME, "6.2.0", deployable=("", {}))
     with pytest.raises(ComponentError, match="not a deployable"):
         await load_component(ctf, NAME, "6.2.0", deployable=("image", {}))
@@ -181,7 +211,9 @@ async def test_load_component_ambiguous_deployable(ctf: CtfSource) -> None:
 def _directory(fixtures_dir: Path, tmp_path: Path, version: str = "6.2.0") -> Path:
     d = tmp_path / "comp"
     (d / "blobs").mkdir(parents=True)
-    (d / "component-descriptor.yaml").write_bytes((fixtures_dir / "descriptors" / f"source-{version}.yaml").read_bytes())
+    (d / "component-descriptor.yaml").write_bytes(
+        (fixtures_dir / "descriptors" / f"source-{version}.yaml").read_bytes()
+    )
     for blob in (fixtures_dir / "ctf" / "blobs").iterdir():
         shutil.copy(blob, d / "blobs" / blob.name)
     return d
@@ -195,8 +227,13 @@ async def test_directory_source(fixtures_dir: Path, tmp_path: Path) -> None:
     assert isinstance(src, ComponentSource)
     assert await src.list_versions(NAME) == ["6.2.0"]
     cv = await src.get(NAME, "6.2.0")
-    assert cv.descriptor_digest == "sha256:" + hashlib.sha256((d / "component-descriptor.yaml").read_bytes()).hexdigest()
-    lc = await load_component(src, NAME, "6.2.0", deployable=("chart", {}), configdata=("config", {}))
+    assert (
+        cv.descriptor_digest
+        == "sha256:" + hashlib.sha256((d / "component-descriptor.yaml").read_bytes()).hexdigest()
+    )
+    lc = await load_component(
+        src, NAME, "6.2.0", deployable=("chart", {}), configdata=("config", {})
+    )
     assert "values.yaml" in lc.contents["chart"]
     # Kustomize needs the descriptor manifest: not derivable from a directory.
     res = next(r for r in cv.descriptor.resources if r.name == "manifests-gz")
@@ -225,13 +262,21 @@ async def test_directory_named_blobs_and_escape(fixtures_dir: Path, tmp_path: Pa
 
 async def test_directory_needs_one_descriptor(fixtures_dir: Path, tmp_path: Path) -> None:
     d = _directory(fixtures_dir, tmp_path)
-    (d / "component-descriptor.json").write_bytes((fixtures_dir / "descriptors" / "source-6.2.0.json").read_bytes())
-    with pytest.raises(ComponentError, match="exactly one of component-descriptor.yaml, component-descriptor.json, found 2"):
+    (d / "component-descriptor.json").write_bytes(
+        (fixtures_dir / "descriptors" / "source-6.2.0.json").read_bytes()
+    )
+    with pytest.raises(
+        ComponentError,
+        match="exactly one of component-descriptor.yaml, component-descriptor.json, found 2",
+    ):
         await DirectorySource(d).list_versions(NAME)
 
 
 async def test_descriptor_file_source(fixtures_dir: Path) -> None:
-    src = DescriptorFileSource(fixtures_dir / "descriptors" / "copied-default-6.2.0.json", repository=Repository("127.0.0.1:5000", "copied-default", True))
+    src = DescriptorFileSource(
+        fixtures_dir / "descriptors" / "copied-default-6.2.0.json",
+        repository=Repository("127.0.0.1:5000", "copied-default", True),
+    )
     cv = await src.get(NAME, "6.2.0")
     image = next(r for r in cv.descriptor.resources if r.name == "image")
     assert localized_reference(cv, image) == (

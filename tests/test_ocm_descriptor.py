@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from function.errors import ComponentError
-from function.ocm.descriptor import MEDIA_TYPE_JSON, MEDIA_TYPE_YAML, MEDIA_TYPE_YAML_TAR, parse_descriptor
+from function.ocm.descriptor import (
+    MEDIA_TYPE_JSON,
+    MEDIA_TYPE_YAML,
+    MEDIA_TYPE_YAML_TAR,
+    parse_descriptor,
+)
 
 IMG = "11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1"
 CHART_620 = "d3db565bb38f9b1e65f95416ccdd7582911e79a57a5007ffb5f80a4b1d47d315"
@@ -34,7 +39,10 @@ IMAGES = {
         "mediaType": MANIFEST,
         "referenceName": "upstream/podinfo:6.2.0",
     },
-    "copied-oci": {"type": "ociArtifact/v1", "imageReference": "http://127.0.0.1:5000/copied-oci/upstream/podinfo:6.2.0"},
+    "copied-oci": {
+        "type": "ociArtifact/v1",
+        "imageReference": "http://127.0.0.1:5000/copied-oci/upstream/podinfo:6.2.0",
+    },
 }
 CASES = [(p, "6.2.0") for p in IMAGES] + [("source", "6.3.0"), ("ctf", "6.3.0")]
 
@@ -43,20 +51,47 @@ def _expected(path: str, version: str) -> dict[str, dict[str, str]]:
     chart = CHART_620 if version == "6.2.0" else CHART_630
     return {
         "image": IMAGES[path],
-        "chart": {"type": "LocalBlob/v1", "localReference": f"sha256:{chart}", "mediaType": MANIFEST},
-        "manifests": {"type": "LocalBlob/v1", "localReference": f"sha256:{TAR}", "mediaType": "application/x-tar"},
-        "manifests-gz": {"type": "LocalBlob/v1", "localReference": f"sha256:{TGZ}", "mediaType": "application/x-tar+gzip"},
-        "config": {"type": "LocalBlob/v1", "localReference": f"sha256:{CONFIG}", "mediaType": "application/yaml"},
+        "chart": {
+            "type": "LocalBlob/v1",
+            "localReference": f"sha256:{chart}",
+            "mediaType": MANIFEST,
+        },
+        "manifests": {
+            "type": "LocalBlob/v1",
+            "localReference": f"sha256:{TAR}",
+            "mediaType": "application/x-tar",
+        },
+        "manifests-gz": {
+            "type": "LocalBlob/v1",
+            "localReference": f"sha256:{TGZ}",
+            "mediaType": "application/x-tar+gzip",
+        },
+        "config": {
+            "type": "LocalBlob/v1",
+            "localReference": f"sha256:{CONFIG}",
+            "mediaType": "application/yaml",
+        },
     }
 
 
 @pytest.mark.parametrize("path,version", CASES)
-@pytest.mark.parametrize("ext,media_type", [("json", MEDIA_TYPE_JSON), ("json", None), ("yaml", MEDIA_TYPE_YAML), ("yaml", None)])
-def test_fixture_descriptors_parse(fixtures_dir: Path, path: str, version: str, ext: str, media_type: str | None) -> None:
+@pytest.mark.parametrize(
+    "ext,media_type",
+    [("json", MEDIA_TYPE_JSON), ("json", None), ("yaml", MEDIA_TYPE_YAML), ("yaml", None)],
+)
+def test_fixture_descriptors_parse(
+    fixtures_dir: Path, path: str, version: str, ext: str, media_type: str | None
+) -> None:
     data = (fixtures_dir / "descriptors" / f"{path}-{version}.{ext}").read_bytes()
     d = parse_descriptor(data, media_type, "test")
     assert (d.name, d.version, d.provider) == ("acme.org/sack8s/podinfo", version, "acme.org")
-    assert [r.name for r in d.resources] == ["image", "chart", "manifests", "manifests-gz", "config"]
+    assert [r.name for r in d.resources] == [
+        "image",
+        "chart",
+        "manifests",
+        "manifests-gz",
+        "config",
+    ]
     assert {r.name: dict(r.access) for r in d.resources} == _expected(path, version)
     types = {r.name: (r.type, r.relation) for r in d.resources}
     assert types["image"] == ("ociImage", "external")
@@ -76,7 +111,13 @@ def _v2(**component: object) -> dict:
         "version": "1.0.0",
         "provider": "acme.org",
         "resources": [
-            {"name": "r", "version": "1.0.0", "type": "blob", "relation": "local", "access": {"type": "localBlob"}}
+            {
+                "name": "r",
+                "version": "1.0.0",
+                "type": "blob",
+                "relation": "local",
+                "access": {"type": "localBlob"},
+            }
         ],
     }
     base.update(component)
@@ -91,7 +132,9 @@ def test_configured_schema_version_and_provider_object() -> None:
 
 
 def test_null_lists_and_missing_resources() -> None:
-    d = parse_descriptor(json.dumps(_v2(resources=None, sources=None)).encode(), MEDIA_TYPE_JSON, "t")
+    d = parse_descriptor(
+        json.dumps(_v2(resources=None, sources=None)).encode(), MEDIA_TYPE_JSON, "t"
+    )
     assert d.resources == ()
 
 
@@ -116,7 +159,11 @@ spec:
         imageReference: myprivateregistry.com/open-component-model/myimage:v1.0.0
 """
     d = parse_descriptor(text.encode(), None, "t")
-    assert (d.name, d.version, d.provider) == ("github.com/open-component-model/myapp", "v1.0.0", "ocm")
+    assert (d.name, d.version, d.provider) == (
+        "github.com/open-component-model/myapp",
+        "v1.0.0",
+        "ocm",
+    )
     assert d.resources[0].extra_identity == {"architecture": "amd64"}
     gardener = text.replace("ocm.software/v3alpha1", "ocm.gardener.cloud/v3alpha1")
     assert parse_descriptor(gardener.encode(), MEDIA_TYPE_YAML, "t").name == d.name
@@ -159,14 +206,26 @@ def test_yaml_tar_refusals(fixtures_dir: Path) -> None:
 @pytest.mark.parametrize(
     "mutate,message",
     [
-        (lambda c: c["resources"][0]["access"].pop("type"), r"t: component.resources\[0\].access: missing type"),
+        (
+            lambda c: c["resources"][0]["access"].pop("type"),
+            r"t: component.resources\[0\].access: missing type",
+        ),
         (lambda c: c["resources"][0].pop("access"), r"component.resources\[0\].access: missing"),
         (lambda c: c["resources"][0].pop("name"), r"component.resources\[0\].name: missing"),
-        (lambda c: c["resources"][0].update(version=1.0), r"component.resources\[0\].version: must be a string"),
+        (
+            lambda c: c["resources"][0].update(version=1.0),
+            r"component.resources\[0\].version: must be a string",
+        ),
         (lambda c: c["resources"][0].update(relation="x"), r"relation: must be local or external"),
-        (lambda c: c["resources"][0].update(digest={"value": "ab"}), r"digest.hashAlgorithm: missing"),
+        (
+            lambda c: c["resources"][0].update(digest={"value": "ab"}),
+            r"digest.hashAlgorithm: missing",
+        ),
         (lambda c: c.update(resources={"a": 1}), r"component.resources: must be a list"),
-        (lambda c: c.update(name="../../etc"), r"component.name: .* not a valid OCM component name"),
+        (
+            lambda c: c.update(name="../../etc"),
+            r"component.name: .* not a valid OCM component name",
+        ),
         (lambda c: c.update(version="1.0 0"), r"component.version: .* not a valid version"),
         (lambda c: c.pop("provider"), r"component.provider: missing"),
     ],
@@ -202,17 +261,21 @@ def test_yaml_alias_bomb_refused() -> None:
 
 # --------------------------------------------------------------------------- robustness
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=20,
 )
 
 
-@given(st.binary(max_size=600), st.sampled_from([None, MEDIA_TYPE_JSON, MEDIA_TYPE_YAML, MEDIA_TYPE_YAML_TAR]))
+@given(
+    st.binary(max_size=600),
+    st.sampled_from([None, MEDIA_TYPE_JSON, MEDIA_TYPE_YAML, MEDIA_TYPE_YAML_TAR]),
+)
 @settings(max_examples=300, deadline=None)
 def test_random_bytes_only_component_errors(data: bytes, media_type: str | None) -> None:
     try:

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """One OCM layout walk (function/ocm/layout.py), the same cases over both storages.
 
 Every case changes the layout the OCM CLI v0.9.1 wrote, in the same way, in a copy of the
@@ -70,7 +69,14 @@ class CtfStorage(Storage):
         path = self.root / "artifact-index.json"
         index = json.loads(path.read_bytes())
         arts = [a for a in index["artifacts"] if a.get("tag") != tag]
-        arts.append({"repository": f"component-descriptors/{COMPONENT}", "tag": tag, "digest": digest, "mediaType": media_type})
+        arts.append(
+            {
+                "repository": f"component-descriptors/{COMPONENT}",
+                "tag": tag,
+                "digest": digest,
+                "mediaType": media_type,
+            }
+        )
         index["artifacts"] = arts
         path.write_text(json.dumps(index))
 
@@ -80,7 +86,9 @@ class RegistryStorage(Storage):
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.repo = root / "docker/registry/v2/repositories/source/component-descriptors" / COMPONENT
+        self.repo = (
+            root / "docker/registry/v2/repositories/source/component-descriptors" / COMPONENT
+        )
 
     def read(self, digest: str) -> bytes:
         return blob_path(self.root, digest).read_bytes()
@@ -157,19 +165,44 @@ def _other_version_tag(s: Storage) -> None:
 CASES = [
     ("as written by the OCM CLI", _untouched, "6.2.0", None),
     ("index child found by type, not position", _children_reversed, "6.2.0", None),
-    ("index without the descriptor artifactType", _no_artifact_type, "6.2.0",
-     "has no child with artifactType application/vnd.ocm.software.component-descriptor.v2"),
+    (
+        "index without the descriptor artifactType",
+        _no_artifact_type,
+        "6.2.0",
+        "has no child with artifactType application/vnd.ocm.software.component-descriptor.v2",
+    ),
     ("tag on the descriptor manifest itself", _tag_on_descriptor_manifest, "6.2.0", None),
-    ("tag on a manifest that is no OCM descriptor", _tag_on_chart_manifest, "6.2.0",
-     "is not an OCM component descriptor manifest"),
-    ("legacy Gardener config type", _config_type(MT_COMPONENT_CONFIG_LEGACY, keep_artifact_type=False), "6.2.0", None),
-    ("foreign config type, descriptor artifactType", _config_type("application/x-other", keep_artifact_type=True),
-     "6.2.0", None),
-    ("foreign config type, no artifactType", _config_type("application/x-other", keep_artifact_type=False), "6.2.0",
-     "is not an OCM component descriptor manifest (config media type 'application/x-other')"),
+    (
+        "tag on a manifest that is no OCM descriptor",
+        _tag_on_chart_manifest,
+        "6.2.0",
+        "is not an OCM component descriptor manifest",
+    ),
+    (
+        "legacy Gardener config type",
+        _config_type(MT_COMPONENT_CONFIG_LEGACY, keep_artifact_type=False),
+        "6.2.0",
+        None,
+    ),
+    (
+        "foreign config type, descriptor artifactType",
+        _config_type("application/x-other", keep_artifact_type=True),
+        "6.2.0",
+        None,
+    ),
+    (
+        "foreign config type, no artifactType",
+        _config_type("application/x-other", keep_artifact_type=False),
+        "6.2.0",
+        "is not an OCM component descriptor manifest (config media type 'application/x-other')",
+    ),
     ("descriptor layer changed", _descriptor_layer_flipped, "6.2.0", "digest mismatch"),
-    ("tag naming another version", _other_version_tag, "6.2.0+x",
-     f"the stored descriptor is {COMPONENT}:6.2.0, not {COMPONENT}:6.2.0+x"),
+    (
+        "tag naming another version",
+        _other_version_tag,
+        "6.2.0+x",
+        f"the stored descriptor is {COMPONENT}:6.2.0, not {COMPONENT}:6.2.0+x",
+    ),
 ]
 
 
@@ -189,7 +222,9 @@ async def _get_from_registry(start_registry: Any, tamper: Tamper, version: str) 
 
 @pytest.mark.registry
 @pytest.mark.parametrize("case, tamper, version, error", CASES, ids=[c[0] for c in CASES])
-async def test_both_storages_walk_the_layout_alike(case, tamper, version, error, tmp_path, tampered_registry):
+async def test_both_storages_walk_the_layout_alike(
+    case, tamper, version, error, tmp_path, tampered_registry
+):
     outcomes: dict[str, Any] = {}
     for storage, get in (
         ("ctf", lambda: _get_from_ctf(tmp_path, tamper, version)),
@@ -203,7 +238,11 @@ async def test_both_storages_walk_the_layout_alike(case, tamper, version, error,
     if error is None:
         assert isinstance(ctf, ComponentVersion), f"CTF: {ctf}"
         assert isinstance(registry, ComponentVersion), f"registry: {registry}"
-        assert (ctf.name, ctf.version, ctf.descriptor_digest) == (COMPONENT, version, registry.descriptor_digest)
+        assert (ctf.name, ctf.version, ctf.descriptor_digest) == (
+            COMPONENT,
+            version,
+            registry.descriptor_digest,
+        )
         assert ctf.layers == registry.layers and len(ctf.layers) == 4
         assert ctf.descriptor.resources == registry.descriptor.resources
     else:

@@ -15,11 +15,27 @@ AVAILABLE = ["6.2.0", "6.3.0"]
 @pytest.mark.parametrize(
     "constraint,expected",
     [
-        ("6.2.0", "6.2.0"), ("v6.2.0", "6.2.0"), ("=6.3.0", "6.3.0"),
-        (">=6.2.0 <7.0.0", "6.3.0"), (">=6.2.0, <7", "6.3.0"), ("~6.2", "6.2.0"), ("~6.2.0", "6.2.0"),
-        ("^6", "6.3.0"), ("^6.2.0", "6.3.0"), ("6.x", "6.3.0"), ("6.2.*", "6.2.0"), ("*", "6.3.0"),
-        ("6.2", "6.2.0"), ("<6.3.0", "6.2.0"), ("<= 6.2", "6.2.0"), (">6.2", "6.3.0"), ("!=6.3.0", "6.2.0"),
-        ("6.2 - 6.2.9", "6.2.0"), ("5.x || 6.2.x", "6.2.0"), ("~> 6.3", "6.3.0"), (">= 6.2.0", "6.3.0"),
+        ("6.2.0", "6.2.0"),
+        ("v6.2.0", "6.2.0"),
+        ("=6.3.0", "6.3.0"),
+        (">=6.2.0 <7.0.0", "6.3.0"),
+        (">=6.2.0, <7", "6.3.0"),
+        ("~6.2", "6.2.0"),
+        ("~6.2.0", "6.2.0"),
+        ("^6", "6.3.0"),
+        ("^6.2.0", "6.3.0"),
+        ("6.x", "6.3.0"),
+        ("6.2.*", "6.2.0"),
+        ("*", "6.3.0"),
+        ("6.2", "6.2.0"),
+        ("<6.3.0", "6.2.0"),
+        ("<= 6.2", "6.2.0"),
+        (">6.2", "6.3.0"),
+        ("!=6.3.0", "6.2.0"),
+        ("6.2 - 6.2.9", "6.2.0"),
+        ("5.x || 6.2.x", "6.2.0"),
+        ("~> 6.3", "6.3.0"),
+        (">= 6.2.0", "6.3.0"),
     ],
 )
 def test_fixture_versions(constraint: str, expected: str) -> None:
@@ -47,10 +63,14 @@ def test_semver_ordering() -> None:
 
 
 def test_errors_list_available() -> None:
-    with pytest.raises(ComponentError, match=r"^c: no version satisfies '>=7' \(available: 6.3.0, 6.2.0\)$"):
+    with pytest.raises(
+        ComponentError, match=r"^c: no version satisfies '>=7' \(available: 6.3.0, 6.2.0\)$"
+    ):
         pick_version(AVAILABLE, ">=7", where="c")
     many = [f"1.{i}.0" for i in range(25)]
-    with pytest.raises(ComponentError, match=r"available: 1.24.0, 1.23.0, .*, 1.15.0 and 15 more\)"):
+    with pytest.raises(
+        ComponentError, match=r"available: 1.24.0, 1.23.0, .*, 1.15.0 and 15 more\)"
+    ):
         pick_version(many, ">=2", where="c")
     with pytest.raises(ComponentError, match="'foo' is not a version"):
         pick_version(AVAILABLE, "foo", where="c")

@@ -45,7 +45,9 @@ IGNORE = [
 def go_match(pattern: str, path: str) -> bool:
     """Go's filepath.Match: like fnmatch, but ``*`` never crosses a ``/``."""
     ps, xs = pattern.split("/"), path.split("/")
-    return len(ps) == len(xs) and all(fnmatch.fnmatchcase(x, p) for p, x in zip(ps, xs))
+    return len(ps) == len(xs) and all(
+        fnmatch.fnmatchcase(x, p) for p, x in zip(ps, xs, strict=False)
+    )
 
 
 def xpkg_files(root: Path) -> list[Path]:

@@ -18,14 +18,13 @@ from typing import Any
 import pytest
 
 from function.api.claim import Spec
-from function.cache import Lru, Memos, digest, files_digest
+from function.cache import Cache, Lru, Memos, digest, files_digest
 from function.configdata.configure import validator_for
 from function.configdata.deploy import mutation_for
 from function.configdata.model import parse_configdata
 from function.configdata.yamlfile import apply, dump_file, load_file
 from function.errors import InvalidConfigData, InvalidValues
 from function.fn import parse_policy
-from function.cache import Cache
 from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
 from function.render import input_from_composition, load_docs
 from function.sources import SourceFactory, claim_repository
@@ -44,9 +43,20 @@ def memos():
         yield m
 
 
-def cv(ref: str = f"r.io:5000/team/app:1@{D}", digest: str = "sha256:" + "0" * 64) -> ComponentVersion:
-    img = Resource("image", "1", "ociImage", "external", {"type": "ociArtifact", "imageReference": ref}, MappingProxyType({}))
-    return ComponentVersion(Descriptor("acme.org/app", "1", "acme", (img,)), Repository("r.io:5000"), digest)
+def cv(
+    ref: str = f"r.io:5000/team/app:1@{D}", digest: str = "sha256:" + "0" * 64
+) -> ComponentVersion:
+    img = Resource(
+        "image",
+        "1",
+        "ociImage",
+        "external",
+        {"type": "ociArtifact", "imageReference": ref},
+        MappingProxyType({}),
+    )
+    return ComponentVersion(
+        Descriptor("acme.org/app", "1", "acme", (img,)), Repository("r.io:5000"), digest
+    )
 
 
 CONFIG = """apiVersion: config.ocm.software/v1alpha1
@@ -100,12 +110,25 @@ def test_mutation_is_memoised_and_equal_to_a_fresh_computation(memos):
 
 @pytest.mark.parametrize(
     "change",
-    ["configdata", "files", "values", "flavour-values", "component", "same-digest-other-descriptor", "name"],
+    [
+        "configdata",
+        "files",
+        "values",
+        "flavour-values",
+        "component",
+        "same-digest-other-descriptor",
+        "name",
+    ],
 )
 def test_mutation_changes_with_every_input(change: str, memos):
     files = {"deploy.yaml": DEPLOY.encode()}
     base = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
-    args: dict[str, Any] = {"configdata": CONFIG.encode(), "component": cv(), "files": files, "values": {"replicas": 3}}
+    args: dict[str, Any] = {
+        "configdata": CONFIG.encode(),
+        "component": cv(),
+        "files": files,
+        "values": {"replicas": 3},
+    }
     name = "ConfigData"
     if change == "configdata":
         args["configdata"] = CONFIG.replace("hello", "bonjour").encode()
@@ -117,19 +140,32 @@ def test_mutation_changes_with_every_input(change: str, memos):
         args["values"] = {"replicas": 3, "message": "hi"}
     elif change == "component":
         args["component"] = cv(ref=f"r.io:5000/team/other:1@{D}", digest="sha256:" + "1" * 64)
-    elif change == "same-digest-other-descriptor":  # hand-made descriptors may share a digest string
+    elif (
+        change == "same-digest-other-descriptor"
+    ):  # hand-made descriptors may share a digest string
         args["component"] = cv(ref=f"r.io:5000/team/other:1@{D}")
     elif change == "name":
         name = "ConfigData (resource other)"
         args["configdata"] = CONFIG.replace("(( message ))", "(( nope ))").encode()
     if change == "name":
         with pytest.raises(InvalidConfigData, match=r"ConfigData \(resource other\)"):
-            mutation_for("kustomize", args["configdata"], args["component"], args["files"], args["values"], configdata_name=name)
+            mutation_for(
+                "kustomize",
+                args["configdata"],
+                args["component"],
+                args["files"],
+                args["values"],
+                configdata_name=name,
+            )
         return
-    got = mutation_for("kustomize", args["configdata"], args["component"], args["files"], args["values"])
+    got = mutation_for(
+        "kustomize", args["configdata"], args["component"], args["files"], args["values"]
+    )
     assert got != base
     memos.clear()
-    assert got == mutation_for("kustomize", args["configdata"], args["component"], args["files"], args["values"])
+    assert got == mutation_for(
+        "kustomize", args["configdata"], args["component"], args["files"], args["values"]
+    )
 
 
 def test_the_schema_violations_policy_is_part_of_the_mutation_key(memos):
@@ -137,12 +173,16 @@ def test_the_schema_violations_policy_is_part_of_the_mutation_key(memos):
     request whose policy makes the same violation Fatal."""
     files = {"deploy.yaml": DEPLOY.encode()}
     bad = {"replicas": "three"}
-    warned = mutation_for("kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning")
+    warned = mutation_for(
+        "kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning"
+    )
     assert any("is not of type 'integer'" in w for w in warned.warnings)
     assert len(memos.mutations) == 1
     with pytest.raises(InvalidValues, match="values.replicas: 'three' is not of type 'integer'"):
         mutation_for("kustomize", CONFIG.encode(), cv(), files, bad)
-    again = mutation_for("kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning")
+    again = mutation_for(
+        "kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning"
+    )
     assert again is warned
 
 
@@ -152,7 +192,16 @@ def test_values_that_json_cannot_tell_apart_are_not_memoised_together():
 
     def key(values: Any) -> Any:
         c = cv()
-        return _memo_key(MutationInput("kustomize", CONFIG.encode(), c, {"deploy.yaml": DEPLOY.encode()}, values, image_table(c)))
+        return _memo_key(
+            MutationInput(
+                "kustomize",
+                CONFIG.encode(),
+                c,
+                {"deploy.yaml": DEPLOY.encode()},
+                values,
+                image_table(c),
+            )
+        )
 
     assert key({1: "x"}) is None  # JSON would turn the key 1 into "1": such values are not memoised
     assert key({"a": (1, 2)}) is None  # a tuple would become a list
@@ -269,12 +318,17 @@ def test_identity_digests_follow_the_object_and_are_bounded():
     assert m.digest_of(a, compute) == files_digest(a) and m.digest_of(a, compute) == files_digest(a)
     assert len(calls) == 1  # the same object: hashed once
     twin = MappingProxyType(dict(a))
-    assert m.digest_of(twin, compute) == files_digest(a) and len(calls) == 2  # an equal object is hashed itself
+    assert (
+        m.digest_of(twin, compute) == files_digest(a) and len(calls) == 2
+    )  # an equal object is hashed itself
     m.digest_of(b, compute), m.digest_of(c, compute)
     m.digest_of(a, compute)
     assert len(calls) == 5  # a was evicted (two entries at most)
     big = b"x" * 200
-    m.digest_of(big, compute), m.digest_of(big, compute)  # larger than the budget: computed, never kept
+    (
+        m.digest_of(big, compute),
+        m.digest_of(big, compute),
+    )  # larger than the budget: computed, never kept
     assert len(calls) == 7 and len(m.digests) <= 2
 
 
@@ -311,7 +365,9 @@ class Factory(SourceFactory):
 
 def test_loaded_component_is_cached_by_descriptor_digest():
     xr = load_docs([REPO / "examples/xr.yaml"])[0]
-    policy = parse_policy(input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "c"))
+    policy = parse_policy(
+        input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "c")
+    )
     spec = Spec.model_validate(xr["spec"])
     repo = claim_repository(spec)
     f = Factory(cache=Cache())

@@ -44,13 +44,13 @@ from google.protobuf import json_format
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from hypothesis_profiles import REPO, STATEFUL, example
+from support import example_component
 
+from function.cache import Cache
 from function.errors import SourceUnavailable
 from function.fn import FunctionRunner
 from function.ocm import versions
-from function.cache import Cache
 from function.sources import SourceFactory
-from support import example_component  # noqa: E402
 
 CTF = REPO / "examples/component/ctf"
 CONFIG_BLOB = example_component.version().path("config").name
@@ -96,13 +96,19 @@ class TimingOut:
         self.inner = inner
 
     async def list_versions(self, component: str) -> list[str]:
-        raise SourceUnavailable(f"component {component} in registry 127.0.0.1:5000", "timed out after 30s")
+        raise SourceUnavailable(
+            f"component {component} in registry 127.0.0.1:5000", "timed out after 30s"
+        )
 
     async def get(self, component: str, version: str) -> Any:
-        raise SourceUnavailable(f"component {component}:{version} in registry 127.0.0.1:5000", "timed out after 30s")
+        raise SourceUnavailable(
+            f"component {component}:{version} in registry 127.0.0.1:5000", "timed out after 30s"
+        )
 
     async def blob(self, cv: Any, digest: str, media_type: str) -> bytes:
-        raise SourceUnavailable(f"component {cv.name}:{cv.version} in registry 127.0.0.1:5000", "timed out after 30s")
+        raise SourceUnavailable(
+            f"component {cv.name}:{cv.version} in registry 127.0.0.1:5000", "timed out after 30s"
+        )
 
 
 class FaultySources(SourceFactory):
@@ -128,7 +134,9 @@ class NeverLoseWhatRuns(RuleBasedStateMachine):
         self.fault = "ok"
         self.sources = FaultySources(cache=Cache())
         self.runner = FunctionRunner(sources=self.sources)
-        self.applied: dict[str, dict[str, Any]] = {}  # what Crossplane applied, by composition-resource name
+        self.applied: dict[
+            str, dict[str, Any]
+        ] = {}  # what Crossplane applied, by composition-resource name
         self.ready: set[str] = set()
         self.status: dict[str, Any] = {}  # the XR status the last successful reconcile wrote
         self.removed_namespaces: set[str] = set()
@@ -137,8 +145,19 @@ class NeverLoseWhatRuns(RuleBasedStateMachine):
 
     # -- the world changes ---------------------------------------------------------------
 
-    @rule(fault=st.sampled_from(["ok", "down", "tag-6.3.0-gone", "tag-6.2.0-gone", "configdata-invalid",
-                                 "configdata-missing", "timeout"]))
+    @rule(
+        fault=st.sampled_from(
+            [
+                "ok",
+                "down",
+                "tag-6.3.0-gone",
+                "tag-6.2.0-gone",
+                "configdata-invalid",
+                "configdata-missing",
+                "timeout",
+            ]
+        )
+    )
     def inject(self, fault: str) -> None:
         if fault != "ok":
             STATS["faults"] += 1
@@ -180,7 +199,9 @@ class NeverLoseWhatRuns(RuleBasedStateMachine):
         live = copy.deepcopy(obj)
         if key in self.ready:
             st_ = live.setdefault("status", {})
-            st_["conditions"] = [{"type": "Ready", "status": "True", "reason": "Ready", "message": "Ready"}]
+            st_["conditions"] = [
+                {"type": "Ready", "status": "True", "reason": "Ready", "message": "Ready"}
+            ]
             if live.get("kind") == "Component":
                 st_["component"] = {"version": self.status.get("component", {}).get("version")}
         return live
@@ -200,13 +221,22 @@ class NeverLoseWhatRuns(RuleBasedStateMachine):
         for key, obj in self.applied.items():
             resource.update(req.observed.resources[key], self._observed(key, obj))
         # What an earlier pipeline step (none here) passed on: Crossplane sends the desired state so far.
-        resource.update(req.desired.resources["from-earlier-step"], {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "y"}})
+        resource.update(
+            req.desired.resources["from-earlier-step"],
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "y"}},
+        )
         # Required Namespaces, resolved as Crossplane does: ask, then answer with what the
         # cluster holds (the Namespaces applied so far, by name) and call again.
-        live = {o["metadata"]["name"]: o for o in self.applied.values() if o.get("kind") == "Namespace"}
+        live = {
+            o["metadata"]["name"]: o for o in self.applied.values() if o.get("kind") == "Namespace"
+        }
         for _ in range(3):
             rsp = asyncio.run(runner.RunFunction(req, None))
-            wanted = {k: sel for k, sel in rsp.requirements.resources.items() if k not in req.required_resources}
+            wanted = {
+                k: sel
+                for k, sel in rsp.requirements.resources.items()
+                if k not in req.required_resources
+            }
             if not wanted:
                 break
             for k, sel in wanted.items():
@@ -216,7 +246,9 @@ class NeverLoseWhatRuns(RuleBasedStateMachine):
                     resource.update(items[0], live[sel.match_name])
                 req.required_resources[k].CopyFrom(fnv1.Resources(items=items))
         fatals = [r for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL]
-        assert all(r.reason != "InternalError" for r in rsp.results), [r.message for r in rsp.results]
+        assert all(r.reason != "InternalError" for r in rsp.results), [
+            r.message for r in rsp.results
+        ]
         if fatals:
             STATS["fatals"] += 1
             assert len(rsp.results) == 1, [r.message for r in rsp.results]
@@ -224,15 +256,21 @@ class NeverLoseWhatRuns(RuleBasedStateMachine):
             assert self.fault != "ok" or self._claim_is_unsatisfiable(), fatals[0].message
             self.last_ok = False
             return  # Crossplane applies nothing; the XR status is not written either
-        assert self.fault in ("ok", "tag-6.2.0-gone", "tag-6.3.0-gone") or self._fault_masked_by_cache(fresh), (
-            f"fault {self.fault} composed anyway"
-        )
-        desired = {k: json_format.MessageToDict(v.resource) for k, v in rsp.desired.resources.items()}
+        assert self.fault in (
+            "ok",
+            "tag-6.2.0-gone",
+            "tag-6.3.0-gone",
+        ) or self._fault_masked_by_cache(fresh), f"fault {self.fault} composed anyway"
+        desired = {
+            k: json_format.MessageToDict(v.resource) for k, v in rsp.desired.resources.items()
+        }
         assert "from-earlier-step" in desired, "an earlier step's object was dropped"
         desired.pop("from-earlier-step")
         for key in self.applied:
             if key not in desired:
-                assert any(ns in key for ns in self.removed_namespaces), f"{key} was running and was dropped ({self.fault})"
+                assert any(ns in key for ns in self.removed_namespaces), (
+                    f"{key} was running and was dropped ({self.fault})"
+                )
         status = json_format.MessageToDict(rsp.desired.composite.resource).get("status") or {}
         version = status["component"]["version"]
         constraint = self.xr["spec"]["component"]["version"]

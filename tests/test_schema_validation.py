@@ -38,9 +38,7 @@ ALLOWED_MISSING = {
 
 def _sack8s(*args: str) -> subprocess.CompletedProcess[str]:
     exe = Path(sys.executable).with_name("sack8s")
-    return subprocess.run(
-        [str(exe), *args], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([str(exe), *args], cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="session")

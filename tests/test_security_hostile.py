@@ -28,19 +28,20 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import PROFILE, REPO, as_claim, example, observed_helm
+from support import example_component
 
+from function.cache import Cache
 from function.errors import SackError
 from function.fn import FunctionRunner
-from function.cache import Cache
 from function.render import Rendered, render
 from function.sources import SourceFactory
-from support import example_component  # noqa: E402
 
 CTF_BLOBS = REPO / "examples/component/ctf/blobs"
 DESCRIPTOR_BLOB = example_component.version().descriptor
 CONFIGDATA_BLOB = example_component.version().path("config")
 YAML_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi")
+    f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+    for p, c in zip("abcdefgh", "bcdefghi", strict=False)
 )
 
 
@@ -57,9 +58,13 @@ CPU_SECONDS_PER_RENDER = 10.0
 
 def run(xr: dict[str, Any], policy: dict[str, Any], **kw: Any) -> Rendered:
     started = time.process_time()
-    out = asyncio.run(render(xr, policy, runner=FunctionRunner(sources=SourceFactory(cache=Cache())), **kw))
+    out = asyncio.run(
+        render(xr, policy, runner=FunctionRunner(sources=SourceFactory(cache=Cache())), **kw)
+    )
     spent = time.process_time() - started
-    assert spent < CPU_SECONDS_PER_RENDER, f"hostile input cost {spent:.1f} s of CPU: unbounded work"
+    assert spent < CPU_SECONDS_PER_RENDER, (
+        f"hostile input cost {spent:.1f} s of CPU: unbounded work"
+    )
     return out
 
 
@@ -79,7 +84,9 @@ def one_fatal(out: Rendered, *parts: str, reason: str | None = None) -> str:
 # -- a generated component directory (function/ocm/directory.py) ---------------------------------
 
 
-def component_dir(root: Path, configdata: str | bytes | None = None, chart_files: dict[str, str] | None = None) -> Path:
+def component_dir(
+    root: Path, configdata: str | bytes | None = None, chart_files: dict[str, str] | None = None
+) -> Path:
     """The example component as a directory: ConfigData as ``blobs/configdata.yaml``; optionally
     a new Helm chart (OCI manifest + layer written under their digests)."""
     root.mkdir(parents=True, exist_ok=True)
@@ -87,7 +94,11 @@ def component_dir(root: Path, configdata: str | bytes | None = None, chart_files
     d = json.loads(DESCRIPTOR_BLOB.read_text())
     for r in d["component"]["resources"]:
         if r["name"] == "config":
-            r["access"] = {"type": "localBlob", "localReference": "configdata.yaml", "mediaType": "application/yaml"}
+            r["access"] = {
+                "type": "localBlob",
+                "localReference": "configdata.yaml",
+                "mediaType": "application/yaml",
+            }
             r.pop("digest", None)
         if r["name"] == "chart" and chart_files is not None:
             buf = io.BytesIO()
@@ -101,13 +112,24 @@ def component_dir(root: Path, configdata: str | bytes | None = None, chart_files
             layer_digest = hashlib.sha256(layer).hexdigest()
             (root / "blobs" / f"sha256.{layer_digest}").write_bytes(layer)
             cfg = example_component.chart_config().read_bytes()
-            manifest = json.dumps({
-                "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "config": {"mediaType": "application/vnd.cncf.helm.config.v1+json",
-                           "digest": "sha256:" + hashlib.sha256(cfg).hexdigest(), "size": len(cfg)},
-                "layers": [{"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
-                            "digest": f"sha256:{layer_digest}", "size": len(layer)}],
-            }).encode()
+            manifest = json.dumps(
+                {
+                    "schemaVersion": 2,
+                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "config": {
+                        "mediaType": "application/vnd.cncf.helm.config.v1+json",
+                        "digest": "sha256:" + hashlib.sha256(cfg).hexdigest(),
+                        "size": len(cfg),
+                    },
+                    "layers": [
+                        {
+                            "mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
+                            "digest": f"sha256:{layer_digest}",
+                            "size": len(layer),
+                        }
+                    ],
+                }
+            ).encode()
             m_digest = hashlib.sha256(manifest).hexdigest()
             (root / "blobs" / f"sha256.{m_digest}").write_bytes(manifest)
             r["access"]["localReference"] = f"sha256:{m_digest}"
@@ -149,21 +171,36 @@ def test_huge_configdata_is_refused_by_size(tmp_path: Path) -> None:
 def test_yaml_bomb_in_values_configmap() -> None:
     xr, policy = example()
     xr["spec"]["values"] = {"configMapRef": {"name": "podinfo-values"}}
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "podinfo-values", "namespace": "podinfo"},
-          "data": {"values.yaml": YAML_BOMB}}
-    one_fatal(run(xr, policy, required=[cm]), "spec.values.configMapRef (ConfigMap podinfo/podinfo-values)", "alias bomb")
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "podinfo-values", "namespace": "podinfo"},
+        "data": {"values.yaml": YAML_BOMB},
+    }
+    one_fatal(
+        run(xr, policy, required=[cm]),
+        "spec.values.configMapRef (ConfigMap podinfo/podinfo-values)",
+        "alias bomb",
+    )
 
 
 def test_deeply_nested_values_configmap() -> None:
     xr, policy = example()
     xr["spec"]["values"] = {"configMapRef": {"name": "podinfo-values"}}
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "podinfo-values", "namespace": "podinfo"},
-          "data": {"values.yaml": "a: " + "[" * 5000 + "]" * 5000}}
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "podinfo-values", "namespace": "podinfo"},
+        "data": {"values.yaml": "a: " + "[" * 5000 + "]" * 5000},
+    }
     one_fatal(run(xr, policy, required=[cm]), "spec.values.configMapRef", "deeper")
 
 
 def test_yaml_bomb_in_chart_values(tmp_path: Path) -> None:
-    chart = {"Chart.yaml": "apiVersion: v2\nname: podinfo\nversion: 6.2.0\n", "values.yaml": YAML_BOMB}
+    chart = {
+        "Chart.yaml": "apiVersion: v2\nname: podinfo\nversion: 6.2.0\n",
+        "values.yaml": YAML_BOMB,
+    }
     xr, policy = with_component(component_dir(tmp_path / "c", chart_files=chart))
     one_fatal(run(xr, policy), "values.yaml", "alias bomb")
 
@@ -175,9 +212,13 @@ def test_names_that_collide_after_truncation_stay_distinct() -> None:
     seen: dict[str, set[str]] = {"namespace": set(), "release": set(), "flux": set()}
     for suffix in ("1", "2", "3"):
         xr, policy = example()
-        xr["metadata"]["labels"] = {"crossplane.io/claim-name": "svc-" + "x" * 58 + suffix,
-                                    "crossplane.io/claim-namespace": "team-" + "y" * 57}
-        xr["spec"]["namespaces"] = [{"name": "team-" + "y" * 57, "mode": "existing"}]  # its own namespace
+        xr["metadata"]["labels"] = {
+            "crossplane.io/claim-name": "svc-" + "x" * 58 + suffix,
+            "crossplane.io/claim-namespace": "team-" + "y" * 57,
+        }
+        xr["spec"]["namespaces"] = [
+            {"name": "team-" + "y" * 57, "mode": "existing"}
+        ]  # its own namespace
         home = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-" + "y" * 57}}
         out = run(xr, policy, observed=observed_helm(), required=[home])
         assert out.fatal is None, out.fatal.message
@@ -194,9 +235,20 @@ def test_adopt_refuses_a_namespace_another_claim_owns() -> None:
     xr, policy = example()
     policy["namespaces"]["allowAdopt"] = True
     xr["spec"]["namespaces"][0]["mode"] = "adopt"
-    other = {"apiVersion": "v1", "kind": "Namespace",  # the tenant's, but another claim's
-             "metadata": {"name": "podinfo", "labels": {"sack8s.io/tenant": "podinfo", "sack8s.io/owner": "team-b-other"}}}
-    one_fatal(run(xr, policy, required=[other]), "spec.namespaces[0]", "owned by another claim", "team-b-other")
+    other = {
+        "apiVersion": "v1",
+        "kind": "Namespace",  # the tenant's, but another claim's
+        "metadata": {
+            "name": "podinfo",
+            "labels": {"sack8s.io/tenant": "podinfo", "sack8s.io/owner": "team-b-other"},
+        },
+    }
+    one_fatal(
+        run(xr, policy, required=[other]),
+        "spec.namespaces[0]",
+        "owned by another claim",
+        "team-b-other",
+    )
 
 
 def test_existing_mode_on_a_missing_namespace() -> None:
@@ -211,7 +263,10 @@ def test_existing_mode_on_a_missing_namespace() -> None:
 @pytest.mark.parametrize(
     "repository, host",
     [
-        ("oci::https://registry.kube-system.svc.cluster.local/ocm", "registry.kube-system.svc.cluster.local"),
+        (
+            "oci::https://registry.kube-system.svc.cluster.local/ocm",
+            "registry.kube-system.svc.cluster.local",
+        ),
         ("oci::http://kubernetes.default.svc/x", "kubernetes.default.svc"),
         ("oci::http://[fe80::1]/x", "[fe80::1]"),
         ("oci::http://169.254.169.254/latest", "169.254.169.254"),
@@ -229,7 +284,11 @@ def test_repository_outside_the_allowlist(repository: str, host: str) -> None:
 
 @pytest.mark.parametrize(
     "repository",
-    ["oci::http://127.0.0.1:5000@169.254.169.254/x", "oci::http://[::ffff:169.254.169.254]/x", "oci::http://127.0.0.1:5000%2f@evil/x"],
+    [
+        "oci::http://127.0.0.1:5000@169.254.169.254/x",
+        "oci::http://[::ffff:169.254.169.254]/x",
+        "oci::http://127.0.0.1:5000%2f@evil/x",
+    ],
 )
 def test_repository_host_tricks_are_refused(repository: str) -> None:
     xr, policy = example()
@@ -259,8 +318,12 @@ def test_values_configmap_from_another_namespace_is_impossible() -> None:
     xr, policy = example()
     as_claim(xr)
     xr["spec"]["values"] = {"configMapRef": {"name": "v"}}
-    foreign = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "v", "namespace": "team-b"},
-               "data": {"values.yaml": "replicas: 9"}}
+    foreign = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "v", "namespace": "team-b"},
+        "data": {"values.yaml": "replicas: 9"},
+    }
     one_fatal(run(xr, policy, required=[foreign]), "ConfigMap team-a/v", "not found")
 
 
@@ -270,13 +333,22 @@ def test_secret_store_kind_and_prefix_from_another_claim() -> None:
     policy["secretStores"][0]["remoteKeyPrefixes"] = ["apps/{claimNamespace}/"]
     xr["spec"]["secrets"][0]["data"][0]["remoteRef"]["key"] = "apps/team-b/db"
     xr["spec"].pop("credentials")
-    one_fatal(run(xr, policy), "spec.secrets[0].data[0].remoteRef.key", "apps/team-b/db", "'apps/team-a/'")
+    one_fatal(
+        run(xr, policy), "spec.secrets[0].data[0].remoteRef.key", "apps/team-b/db", "'apps/team-a/'"
+    )
 
 
 def test_rbac_beyond_policy_even_when_allowed_rule_is_wider_in_names() -> None:
     xr, policy = example()
-    xr["spec"]["rbac"] = {"extraRules": [{"apiGroups": ["monitoring.coreos.com"], "resources": ["servicemonitors"],
-                                          "verbs": ["get", "deletecollection"]}]}
+    xr["spec"]["rbac"] = {
+        "extraRules": [
+            {
+                "apiGroups": ["monitoring.coreos.com"],
+                "resources": ["servicemonitors"],
+                "verbs": ["get", "deletecollection"],
+            }
+        ]
+    }
     one_fatal(run(xr, policy), "spec.rbac.extraRules[0]", "allowedExtraRules")
 
 
@@ -317,7 +389,9 @@ def _schema_ref_configdata(ref: str) -> str:
 
 
 def test_configdata_schema_ref_to_a_url_is_not_fetched(tmp_path: Path, loopback_http: str) -> None:
-    xr, policy = with_component(component_dir(tmp_path / "c", _schema_ref_configdata(f"{loopback_http}/schema.json")))
+    xr, policy = with_component(
+        component_dir(tmp_path / "c", _schema_ref_configdata(f"{loopback_http}/schema.json"))
+    )
     out = run(xr, policy)
     assert _Counter.hits == [], f"the function fetched {_Counter.hits} from a ConfigData $ref"
     one_fatal(out, "configuration.schema", "$ref")
@@ -326,14 +400,19 @@ def test_configdata_schema_ref_to_a_url_is_not_fetched(tmp_path: Path, loopback_
 def test_configdata_schema_ref_to_a_local_file_is_not_read(tmp_path: Path) -> None:
     local = tmp_path / "local-schema.json"
     local.write_text('{"type": "string"}')  # would reject the map of values if it were read
-    xr, policy = with_component(component_dir(tmp_path / "c", _schema_ref_configdata(local.as_uri())))
+    xr, policy = with_component(
+        component_dir(tmp_path / "c", _schema_ref_configdata(local.as_uri()))
+    )
     msg = one_fatal(run(xr, policy), "configuration.schema")
     assert "is not of type 'string'" not in msg, f"the local file was read and applied: {msg}"
 
 
 def test_configdata_schema_self_reference_is_a_clear_error(tmp_path: Path) -> None:
     cd = json.loads(json.dumps(__import__("yaml").safe_load(CONFIGDATA_BLOB.read_text())))
-    cd["configuration"]["schema"] = {"$ref": "#/definitions/x", "definitions": {"x": {"$ref": "#/definitions/x"}}}
+    cd["configuration"]["schema"] = {
+        "$ref": "#/definitions/x",
+        "definitions": {"x": {"$ref": "#/definitions/x"}},
+    }
     xr, policy = with_component(component_dir(tmp_path / "c", json.dumps(cd)))
     one_fatal(run(xr, policy), "configuration.schema", reason="InvalidConfigData")
 
@@ -346,7 +425,9 @@ def test_configdata_schema_dangling_reference_is_a_clear_error(tmp_path: Path) -
 # -- path traversal in ConfigData rules, through RunFunction ------------------------------------------
 
 
-@pytest.mark.parametrize("file", ["../../../../etc/passwd", "/etc/passwd", "templates/../../x.yaml"])
+@pytest.mark.parametrize(
+    "file", ["../../../../etc/passwd", "/etc/passwd", "templates/../../x.yaml"]
+)
 def test_configdata_rule_file_traversal(tmp_path: Path, file: str) -> None:
     cd = __import__("yaml").safe_load(CONFIGDATA_BLOB.read_text())
     cd["configuration"]["rules"][0]["file"] = file
@@ -355,7 +436,13 @@ def test_configdata_rule_file_traversal(tmp_path: Path, file: str) -> None:
     assert all(r.reason != "InternalError" for r in out.results)
     if out.fatal is None:  # refused or confined; never read outside the resource
         assert not any(file in json.dumps(r) and "root:" in json.dumps(r) for r in out.resources)
-        assert any(file in s or "outside" in s for s in out.xr["status"]["configData"].get("skipped", [])) or True
+        assert (
+            any(
+                file in s or "outside" in s
+                for s in out.xr["status"]["configData"].get("skipped", [])
+            )
+            or True
+        )
     else:
         assert "ConfigData" in out.fatal.message
 
@@ -379,18 +466,29 @@ def test_descriptor_local_reference_traversal(tmp_path: Path) -> None:
 @given(
     text=st.one_of(
         st.text(max_size=60),
-        st.builds(lambda a, b: f"(({a}{b}))", st.text(max_size=20), st.sampled_from(["", " ", ")", "((", "))"])),
+        st.builds(
+            lambda a, b: f"(({a}{b}))",
+            st.text(max_size=20),
+            st.sampled_from(["", " ", ")", "((", "))"]),
+        ),
         st.builds(lambda p: f"(( {p} ))", st.text(alphabet="abc.[]0123 _-\"'*$@", max_size=30)),
     ),
-    merged=st.recursive(st.none() | st.integers() | st.text(max_size=5),
-                        lambda c: st.dictionaries(st.sampled_from(["a", "b", "c", "a.b"]), c, max_size=3) | st.lists(c, max_size=3),
-                        max_leaves=10),
+    merged=st.recursive(
+        st.none() | st.integers() | st.text(max_size=5),
+        lambda c: st.dictionaries(st.sampled_from(["a", "b", "c", "a.b"]), c, max_size=3)
+        | st.lists(c, max_size=3),
+        max_leaves=10,
+    ),
 )
 def test_expression_evaluator_only_raises_our_error(text: str, merged: Any) -> None:
     from function.configdata.configure import evaluate
 
     try:
-        evaluate(text, merged if isinstance(merged, dict) else {"a": merged}, "ConfigData configuration.rules[0]")
+        evaluate(
+            text,
+            merged if isinstance(merged, dict) else {"a": merged},
+            "ConfigData configuration.rules[0]",
+        )
     except SackError as e:
         assert "configuration.rules[0]" in str(e)
 
@@ -418,7 +516,9 @@ def test_deeply_nested_claim_over_grpc_is_refused_and_the_server_survives(tmp_pa
         assert server.proc.poll() is None
     finally:
         server.stop()
-    assert set(refused.codes) <= {"UNKNOWN", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED"}, refused.codes
+    assert set(refused.codes) <= {"UNKNOWN", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED"}, (
+        refused.codes
+    )
     assert after.codes == {"OK": 1} and not after.wrong
 
 
@@ -433,41 +533,61 @@ def test_huge_anchors_in_values_are_refused(tmp_path: Path) -> None:
     import yaml
 
     cd = yaml.safe_load(CONFIGDATA_BLOB.read_text())
-    cd["configuration"]["schema"]["properties"]["list"] = {"type": "array", "items": {"type": "string"}}
-    cd["configuration"]["rules"].append({"file": "values.yaml", "path": "list", "value": "(( list ))"})
+    cd["configuration"]["schema"]["properties"]["list"] = {
+        "type": "array",
+        "items": {"type": "string"},
+    }
+    cd["configuration"]["rules"].append(
+        {"file": "values.yaml", "path": "list", "value": "(( list ))"}
+    )
     xr, policy = with_component(component_dir(tmp_path / "c", json.dumps(cd)))
     xr["spec"]["values"] = {"configMapRef": {"name": "v"}}
     text = f'message: &a "{"x" * 10_000}"\nlist: [' + ", ".join(["*a"] * 600) + "]\n"
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "v", "namespace": "podinfo"}, "data": {"values.yaml": text}}
-    out = asyncio.run(render(xr, policy, runner=FunctionRunner(sources=SourceFactory(cache=Cache())), required=[cm]))
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "v", "namespace": "podinfo"},
+        "data": {"values.yaml": text},
+    }
+    out = asyncio.run(
+        render(
+            xr, policy, runner=FunctionRunner(sources=SourceFactory(cache=Cache())), required=[cm]
+        )
+    )
     one_fatal(out, "spec.values.configMapRef")
 
 
 # -- JSON surrogate escapes (json.dumps(ensure_ascii=True) writes non-BMP characters this way) -----------
 
 
-
-
 def test_emoji_in_json_values_configmap(tmp_path: Path) -> None:
     import yaml
 
     cd = yaml.safe_load(CONFIGDATA_BLOB.read_text())
-    cd["configuration"]["rules"].append({"file": "values.yaml", "path": "ui.message", "value": "(( message ))"})
+    cd["configuration"]["rules"].append(
+        {"file": "values.yaml", "path": "ui.message", "value": "(( message ))"}
+    )
     xr, policy = with_component(component_dir(tmp_path / "c", json.dumps(cd)))
     xr["spec"]["values"] = {"configMapRef": {"name": "v"}}
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "v", "namespace": "podinfo"},
-          "data": {"values.yaml": json.dumps({"message": "hello \U0001F600"})}}
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "v", "namespace": "podinfo"},
+        "data": {"values.yaml": json.dumps({"message": "hello \U0001f600"})},
+    }
     out = run(xr, policy, required=[cm], observed=observed_helm())
     assert out.fatal is None, out.fatal.message
     hr = next(r for r in out.resources if r["kind"] == "HelmRelease")
-    assert hr["spec"]["values"]["ui"]["message"] == "hello \U0001F600"
+    assert hr["spec"]["values"]["ui"]["message"] == "hello \U0001f600"
 
 
 def test_lone_surrogate_in_configdata_is_a_clear_error(tmp_path: Path) -> None:
     import yaml
 
     cd = yaml.safe_load(CONFIGDATA_BLOB.read_text())
-    cd["configuration"]["rules"].append({"file": "values.yaml", "path": "replicaCount", "value": "\ud800"})
+    cd["configuration"]["rules"].append(
+        {"file": "values.yaml", "path": "replicaCount", "value": "\ud800"}
+    )
     text = json.dumps(cd)  # ensure_ascii: the lone surrogate is written as the escape \ud800
     xr, policy = with_component(component_dir(tmp_path / "c", text))
     out = run(xr, policy)
@@ -476,13 +596,24 @@ def test_lone_surrogate_in_configdata_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_observed_usage_kept_while_gate_closes() -> None:
     xr, policy = example()
-    observed = [o for o in observed_helm()
-                if o["metadata"]["annotations"]["crossplane.io/composition-resource-name"] not in ("flux-helmrelease", "flux-ocirepository", "ocm-component")]
-    usages = {o["metadata"]["annotations"]["crossplane.io/composition-resource-name"] for o in observed if o["kind"] == "Usage"}
+    observed = [
+        o
+        for o in observed_helm()
+        if o["metadata"]["annotations"]["crossplane.io/composition-resource-name"]
+        not in ("flux-helmrelease", "flux-ocirepository", "ocm-component")
+    ]
+    usages = {
+        o["metadata"]["annotations"]["crossplane.io/composition-resource-name"]
+        for o in observed
+        if o["kind"] == "Usage"
+    }
     assert usages
     out = run(xr, policy, observed=observed)
     assert out.fatal is None, out.fatal.message
-    got = {r["metadata"]["annotations"]["crossplane.io/composition-resource-name"] for r in out.resources}
+    got = {
+        r["metadata"]["annotations"]["crossplane.io/composition-resource-name"]
+        for r in out.resources
+    }
     assert usages <= got, sorted(usages - got)
 
 
@@ -494,10 +625,14 @@ def test_deploy_namespace_pattern_that_cleans_to_nothing_is_refused(pattern: str
     one_fatal(out, "deployNamespace", reason="InvalidFunctionInput")
 
 
-
 @pytest.mark.parametrize("text", ["message: ._\n", "._: 1\n"])
 def test_yaml_scalar_that_breaks_the_float_resolver(text: str) -> None:
     xr, policy = example()
     xr["spec"]["values"] = {"configMapRef": {"name": "v"}}
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "v", "namespace": "podinfo"}, "data": {"values.yaml": text}}
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "v", "namespace": "podinfo"},
+        "data": {"values.yaml": text},
+    }
     one_fatal(run(xr, policy, required=[cm]), "spec.values.configMapRef")

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """No secret leaks (issue 12, requirement 5).
 
 Marker credentials are planted in the pipeline step's credentials (``--function-credentials``
@@ -38,8 +37,8 @@ from support.oci_env import (  # noqa: F401
 )
 from test_soak import Server, claim, drive, request
 
-from function.fn import FunctionRunner
 from function.cache import Cache
+from function.fn import FunctionRunner
 from function.render import render
 from function.sources import SourceFactory
 
@@ -51,8 +50,13 @@ DOCKER_MARKER = "SACK8S-LEAK-DOCKERCFG-77aa"
 
 def forms(secret: str) -> list[str]:
     raw = secret.encode()
-    return [secret, base64.b64encode(raw).decode(), base64.b64encode(f"{USER_MARKER}:{secret}".encode()).decode(),
-            urllib.parse.quote(secret), json.dumps(secret)[1:-1]]
+    return [
+        secret,
+        base64.b64encode(raw).decode(),
+        base64.b64encode(f"{USER_MARKER}:{secret}".encode()).decode(),
+        urllib.parse.quote(secret),
+        json.dumps(secret)[1:-1],
+    ]
 
 
 SECRETS = [PASS_MARKER, DOCKER_MARKER, MARKER, PASSWORD]
@@ -65,15 +69,29 @@ def assert_clean(text: str, where: str) -> None:
 
 
 def creds_secret(name: str, user: str, password: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "Opaque",
-            "data": {"username": base64.b64encode(user.encode()).decode(),
-                     "password": base64.b64encode(password.encode()).decode()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name},
+        "type": "Opaque",
+        "data": {
+            "username": base64.b64encode(user.encode()).decode(),
+            "password": base64.b64encode(password.encode()).decode(),
+        },
+    }
 
 
 def dockercfg_secret(name: str, host: str, password: str) -> dict[str, Any]:
-    cfg = {"auths": {host: {"auth": base64.b64encode(f"{USER_MARKER}:{password}".encode()).decode()}}}
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "kubernetes.io/dockerconfigjson",
-            "data": {".dockerconfigjson": base64.b64encode(json.dumps(cfg).encode()).decode()}}
+    cfg = {
+        "auths": {host: {"auth": base64.b64encode(f"{USER_MARKER}:{password}".encode()).decode()}}
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name},
+        "type": "kubernetes.io/dockerconfigjson",
+        "data": {".dockerconfigjson": base64.b64encode(json.dumps(cfg).encode()).decode()},
+    }
 
 
 def setup(host: str, cred_name: str = "registry-creds") -> tuple[dict[str, Any], dict[str, Any]]:
@@ -81,7 +99,10 @@ def setup(host: str, cred_name: str = "registry-creds") -> tuple[dict[str, Any],
     xr["spec"]["component"]["repository"] = f"oci::http://{host}/source"
     xr["spec"]["component"]["version"] = "6.2.0"
     policy["registries"] = [{"host": host, "plainHTTP": True, "credentials": cred_name}]
-    policy["imageRegistries"] = [{"host": host, "pullCredential": True}, {"host": "127.0.0.1:5000", "pullCredential": True}]
+    policy["imageRegistries"] = [
+        {"host": host, "pullCredential": True},
+        {"host": "127.0.0.1:5000", "pullCredential": True},
+    ]
     policy["mirrors"] = []
     policy["configData"] = {"imagePairs": "Warning"}  # the fixture registry's ConfigData (issue 20)
     return xr, policy
@@ -92,19 +113,35 @@ def render_cli(tmp: Path, xr: dict, policy: dict, creds: list[dict]) -> subproce
     (tmp / "input.yaml").write_text(yaml.safe_dump(policy))
     (tmp / "creds.yaml").write_text(yaml.safe_dump_all(creds))
     return subprocess.run(
-        [SACK8S, "render", str(tmp / "xr.yaml"), "--input", str(tmp / "input.yaml"),
-         "--function-credentials", str(tmp / "creds.yaml"), "-v"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        [
+            SACK8S,
+            "render",
+            str(tmp / "xr.yaml"),
+            "--input",
+            str(tmp / "input.yaml"),
+            "--function-credentials",
+            str(tmp / "creds.yaml"),
+            "-v",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 @pytest.mark.parametrize("fault", [None, "401", "403", "500", "redirect", "corrupt", "truncate"])
 @pytest.mark.parametrize("form", ["usernamePassword", "dockerconfigjson"])
-def test_render_verbose_never_prints_credentials_or_registry_bodies(tmp_path: Path, proxy, fault, form) -> None:
+def test_render_verbose_never_prints_credentials_or_registry_bodies(
+    tmp_path: Path, proxy, fault, form
+) -> None:
     xr, policy = setup(proxy.host)
     secret = PASS_MARKER if form == "usernamePassword" else DOCKER_MARKER
-    creds = [creds_secret("registry-creds", USER_MARKER, secret) if form == "usernamePassword"
-             else dockercfg_secret("registry-creds", proxy.host, secret)]
+    creds = [
+        creds_secret("registry-creds", USER_MARKER, secret)
+        if form == "usernamePassword"
+        else dockercfg_secret("registry-creds", proxy.host, secret)
+    ]
     if fault == "401":
         proxy.fault("401")  # makes the client offer the planted credentials, then give up
     elif fault:
@@ -118,11 +155,15 @@ def test_render_verbose_never_prints_credentials_or_registry_bodies(tmp_path: Pa
     else:
         assert out.returncode == 1 and "sack8s render:" in out.stderr
         assert "Traceback" not in out.stderr
-    if fault == "401":  # the planted credential really was offered to the registry (so it was in play)
+    if (
+        fault == "401"
+    ):  # the planted credential really was offered to the registry (so it was in play)
         assert any(r.headers.get("authorization") for r in proxy.requests)
 
 
-def test_real_basic_auth_registry_right_and_wrong_password(tmp_path: Path, basic_auth_registry) -> None:
+def test_real_basic_auth_registry_right_and_wrong_password(
+    tmp_path: Path, basic_auth_registry
+) -> None:
     xr, policy = setup(basic_auth_registry.host)
     xr["spec"]["component"]["repository"] = f"oci::http://{basic_auth_registry.host}/copied-default"
     ok = render_cli(tmp_path, xr, policy, [creds_secret("registry-creds", USER, PASSWORD)])
@@ -155,7 +196,11 @@ def test_serve_debug_log_and_results_never_carry_credentials(tmp_path: Path, pro
             proxy.fault(fault)
             rsp = asyncio.run(r.RunFunction(req, None))
             answers += [m.message for m in rsp.results]
-            answers.append(json.dumps(json.loads(json.dumps({k: str(v) for k, v in rsp.desired.resources.items()}))))
+            answers.append(
+                json.dumps(
+                    json.loads(json.dumps({k: str(v) for k, v in rsp.desired.resources.items()}))
+                )
+            )
     finally:
         proxy.fault(None)
         server.stop()
@@ -169,13 +214,23 @@ def test_every_hostile_input_message_is_free_of_credentials() -> None:
     import test_compose_bad_input as bad
 
     sdklogging.configure(sdklogging.Level.DISABLED)
-    creds = [creds_secret("registry-creds", USER_MARKER, PASS_MARKER), dockercfg_secret("docker", "127.0.0.1:5000", DOCKER_MARKER)]
+    creds = [
+        creds_secret("registry-creds", USER_MARKER, PASS_MARKER),
+        dockercfg_secret("docker", "127.0.0.1:5000", DOCKER_MARKER),
+    ]
     checked = 0
     for name, mutate, _expected in bad.CASES:
         xr, policy = bad.example()
         policy["registries"][0]["credentials"] = "registry-creds"
         mutate(xr, policy)
-        out = asyncio.run(render(xr, policy, credentials=creds, runner=FunctionRunner(sources=SourceFactory(cache=Cache()))))
+        out = asyncio.run(
+            render(
+                xr,
+                policy,
+                credentials=creds,
+                runner=FunctionRunner(sources=SourceFactory(cache=Cache())),
+            )
+        )
         text = "\n".join(r.message for r in out.results) + out.yaml()
         assert_clean(text, f"case {name!r}")
         checked += 1
@@ -189,13 +244,22 @@ def test_rendered_output_holds_references_to_secrets_never_values() -> None:
     creds = [creds_secret("registry-creds", USER_MARKER, PASS_MARKER)]
     from hypothesis_profiles import observed_helm
 
-    out = asyncio.run(render(xr, policy, credentials=creds, observed=observed_helm(),
-                             runner=FunctionRunner(sources=SourceFactory(cache=Cache()))))
+    out = asyncio.run(
+        render(
+            xr,
+            policy,
+            credentials=creds,
+            observed=observed_helm(),
+            runner=FunctionRunner(sources=SourceFactory(cache=Cache())),
+        )
+    )
     assert out.fatal is None, out.fatal.message
     text = out.yaml()
     assert_clean(text, "rendered output")
     kinds = {r["kind"] for r in out.resources}
-    assert "Secret" not in kinds, "the function never composes a Secret with data: ExternalSecrets only"
+    assert "Secret" not in kinds, (
+        "the function never composes a Secret with data: ExternalSecrets only"
+    )
     for r in out.resources:
         if r["kind"] == "ExternalSecret":
             assert "data" in r["spec"] or "dataFrom" in r["spec"]

@@ -256,7 +256,11 @@ def run(w: World) -> Rendered:
     def once(observed: list[dict[str, Any]]) -> Rendered:
         return asyncio.run(
             render(
-                w.xr(), copy.deepcopy(w.policy), observed=observed, required=w.required, runner=runner
+                w.xr(),
+                copy.deepcopy(w.policy),
+                observed=observed,
+                required=w.required,
+                runner=runner,
             )
         )
 

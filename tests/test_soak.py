@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from support.oci_env are redefined as arguments)
 """The server under load and faults (issue 12, requirement 4), against a real ``sack8s serve``.
 
 * Soak: N gRPC requests at concurrency 64 against ``sack8s serve --insecure`` in a
@@ -72,21 +71,39 @@ class Server:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [SACK8S, "serve", "--address", self.address, "--metrics-address", f"127.0.0.1:{self.metrics_port}", *self.args],
-            cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            [
+                SACK8S,
+                "serve",
+                "--address",
+                self.address,
+                "--metrics-address",
+                f"127.0.0.1:{self.metrics_port}",
+                *self.args,
+            ],
+            cwd=REPO,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, f"sack8s serve exited: {self.output()[-2000:]}"
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=1).read()
+                urllib.request.urlopen(
+                    f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=1
+                ).read()
                 return self
             except OSError:
                 time.sleep(0.1)
         raise RuntimeError(f"sack8s serve did not come up: {self.output()[-2000:]}")
 
     def output(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
+        return (
+            self.log_path.read_text(errors="replace")
+            if self.log_path and self.log_path.exists()
+            else ""
+        )
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -98,7 +115,11 @@ class Server:
         raise AssertionError("no VmRSS")
 
     def metrics(self) -> str:
-        return urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).read().decode()
+        return (
+            urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5)
+            .read()
+            .decode()
+        )
 
     def stop(self) -> int | None:
         if self.proc is None:
@@ -117,7 +138,13 @@ class Server:
 # -- requests -----------------------------------------------------------------------------------
 
 
-def request(xr: dict[str, Any], policy: dict[str, Any], *, observed: bool = False, credentials: dict[str, bytes] | None = None) -> fnv1.RunFunctionRequest:
+def request(
+    xr: dict[str, Any],
+    policy: dict[str, Any],
+    *,
+    observed: bool = False,
+    credentials: dict[str, bytes] | None = None,
+) -> fnv1.RunFunctionRequest:
     req = fnv1.RunFunctionRequest()
     req.meta.tag = "soak"
     resource.update(req.observed.composite, xr)
@@ -128,23 +155,32 @@ def request(xr: dict[str, Any], policy: dict[str, Any], *, observed: bool = Fals
         from hypothesis_profiles import observed_helm
 
         for obj in observed_helm():
-            resource.update(req.observed.resources[obj["metadata"]["annotations"]["crossplane.io/composition-resource-name"]], obj)
+            resource.update(
+                req.observed.resources[
+                    obj["metadata"]["annotations"]["crossplane.io/composition-resource-name"]
+                ],
+                obj,
+            )
     if credentials:
-        req.credentials["registry-creds"].CopyFrom(fnv1.Credentials(credential_data=fnv1.CredentialData(data=credentials)))
+        req.credentials["registry-creds"].CopyFrom(
+            fnv1.Credentials(credential_data=fnv1.CredentialData(data=credentials))
+        )
     return req
 
 
 def namespaces_required(xr: dict[str, Any], policy: dict[str, Any]) -> list[str]:
     """The Namespaces RunFunction will ask for (targets and the deploy namespace), all absent here."""
-    from function.compose.identity import identity_of
     from function.api.parse import parse_policy, parse_spec
+    from function.compose.identity import identity_of
     from function.requirements import requirements_for
 
     try:
         return requirements_for(parse_spec(xr), identity_of(xr), parse_policy(policy)).namespaces
-    except Exception:  # noqa: BLE001 - a garbage claim: its targets as written, if any
+    except Exception:
         nss = xr.get("spec", {}).get("namespaces", []) if isinstance(xr.get("spec"), dict) else []
-        return [ns["name"] for ns in nss if isinstance(ns, dict) and isinstance(ns.get("name"), str)]
+        return [
+            ns["name"] for ns in nss if isinstance(ns, dict) and isinstance(ns.get("name"), str)
+        ]
 
 
 def claim(name: str) -> dict[str, Any]:
@@ -152,12 +188,20 @@ def claim(name: str) -> dict[str, Any]:
     return as_claim(xr, "team-a", name, xr_name=f"{name}-x1")
 
 
-def mix(n: int, registry_host: str | None, seed: int = 12) -> list[tuple[str, fnv1.RunFunctionRequest]]:
+def mix(
+    n: int, registry_host: str | None, seed: int = 12
+) -> list[tuple[str, fnv1.RunFunctionRequest]]:
     """n requests: kind label and message. Built up front so the client measures the server."""
     rnd = random.Random(seed)
     _, policy = example()
     out: list[tuple[str, fnv1.RunFunctionRequest]] = []
-    pool: dict[str, list[fnv1.RunFunctionRequest]] = {"valid": [], "invalid": [], "garbage": [], "oversized": [], "registry": []}
+    pool: dict[str, list[fnv1.RunFunctionRequest]] = {
+        "valid": [],
+        "invalid": [],
+        "garbage": [],
+        "oversized": [],
+        "registry": [],
+    }
     for i in range(50):
         xr = claim(f"svc{i}")
         xr["spec"]["values"]["inline"]["replicas"] = i % 5
@@ -166,7 +210,14 @@ def mix(n: int, registry_host: str | None, seed: int = 12) -> list[tuple[str, fn
         bad["spec"]["namespaces"][0]["name"] = rnd.choice(["kube-system", "default", "flux-system"])
         pool["invalid"].append(request(bad, policy))
         g = claim(f"garbage{i}")
-        g["spec"] = rnd.choice([{"x": "y" * rnd.randint(0, 100)}, {"component": [1, 2]}, {}, {"namespaces": [{"name": "A" * 300}]}])
+        g["spec"] = rnd.choice(
+            [
+                {"x": "y" * rnd.randint(0, 100)},
+                {"component": [1, 2]},
+                {},
+                {"namespaces": [{"name": "A" * 300}]},
+            ]
+        )
         pool["garbage"].append(request(g, policy))
     big = claim("big")
     big["spec"]["values"]["inline"]["message"] = "x" * (1536 * 1024)
@@ -178,10 +229,18 @@ def mix(n: int, registry_host: str | None, seed: int = 12) -> list[tuple[str, fn
             xr["spec"]["component"]["version"] = "6.2.0"
             pol = copy.deepcopy(policy)
             pol["registries"] = [{"host": registry_host, "plainHTTP": True}]
-            pol["imageRegistries"] = [{"host": "127.0.0.1:5000", "pullCredential": True}]  # the fixture's images
+            pol["imageRegistries"] = [
+                {"host": "127.0.0.1:5000", "pullCredential": True}
+            ]  # the fixture's images
             pol["mirrors"] = []
             pool["registry"].append(request(xr, pol))
-    weights = [("valid", 50), ("invalid", 20), ("garbage", 10), ("oversized", 5), ("registry", 15 if registry_host else 0)]
+    weights = [
+        ("valid", 50),
+        ("invalid", 20),
+        ("garbage", 10),
+        ("oversized", 5),
+        ("registry", 15 if registry_host else 0),
+    ]
     kinds = [k for k, w in weights for _ in range(w)]
     for _ in range(n):
         k = rnd.choice(kinds)
@@ -198,10 +257,23 @@ class Tally:
     wrong: list[str] = field(default_factory=list)
 
 
-async def drive(address: str, reqs: list[tuple[str, fnv1.RunFunctionRequest]], *, on_count=None, credentials=None) -> Tally:
+async def drive(
+    address: str,
+    reqs: list[tuple[str, fnv1.RunFunctionRequest]],
+    *,
+    on_count=None,
+    credentials=None,
+) -> Tally:
     tally = Tally()
-    options = [("grpc.max_send_message_length", 64 * 1024 * 1024), ("grpc.max_receive_message_length", 64 * 1024 * 1024)]
-    channel = grpc.aio.secure_channel(address, credentials, options=options) if credentials else grpc.aio.insecure_channel(address, options=options)
+    options = [
+        ("grpc.max_send_message_length", 64 * 1024 * 1024),
+        ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ]
+    channel = (
+        grpc.aio.secure_channel(address, credentials, options=options)
+        if credentials
+        else grpc.aio.insecure_channel(address, options=options)
+    )
     stub = grpcv1.FunctionRunnerServiceStub(channel)
     queue: asyncio.Queue = asyncio.Queue()
     for item in reqs:
@@ -265,7 +337,9 @@ def soak(n: int, tmp: Path, proxy, server=None) -> dict[str, Any]:
 
     try:
         started = time.monotonic()
-        tally = asyncio.run(drive(server.address, mix(n, proxy.host if proxy else None), on_count=on_count))
+        tally = asyncio.run(
+            drive(server.address, mix(n, proxy.host if proxy else None), on_count=on_count)
+        )
         took = time.monotonic() - started
         rss["end"] = server.rss_kib()
         assert server.alive(), "the server died"
@@ -275,8 +349,16 @@ def soak(n: int, tmp: Path, proxy, server=None) -> dict[str, Any]:
             proxy.fault(None)
         code = server.stop()
     out = server.output()
-    figures = {"requests": tally.sent, "seconds": round(took, 1), "rps": round(tally.sent / took, 1), "codes": tally.codes,
-               "results": tally.results, "registry_faults_injected": injected[0], "rss_kib": rss, "exit": code}
+    figures = {
+        "requests": tally.sent,
+        "seconds": round(took, 1),
+        "rps": round(tally.sent / took, 1),
+        "codes": tally.codes,
+        "results": tally.results,
+        "registry_faults_injected": injected[0],
+        "rss_kib": rss,
+        "exit": code,
+    }
     print(f"[soak] {figures}", file=sys.__stderr__)
     assert tally.sent == n
     assert not tally.wrong, tally.wrong[:5]
@@ -288,7 +370,9 @@ def soak(n: int, tmp: Path, proxy, server=None) -> dict[str, Any]:
     assert 'sack8s_requests_total{outcome="composed"}' in metrics
     base = rss.get("at_1k", rss["start"])
     if n > 1000:
-        assert rss["end"] <= base * 1.10, f"RSS grew from {base} KiB at 1k requests to {rss['end']} KiB"
+        assert rss["end"] <= base * 1.10, (
+            f"RSS grew from {base} KiB at 1k requests to {rss['end']} KiB"
+        )
     return figures
 
 
@@ -297,7 +381,9 @@ def test_soak_short(tmp_path: Path, proxy) -> None:
 
 
 @pytest.mark.soak
-@pytest.mark.skipif(not SOAK_ENABLED, reason="the 20,000-request soak runs in CI's soak stage (SACK8S_SOAK=1)")
+@pytest.mark.skipif(
+    not SOAK_ENABLED, reason="the 20,000-request soak runs in CI's soak stage (SACK8S_SOAK=1)"
+)
 def test_soak_full(tmp_path: Path, proxy) -> None:
     soak(FULL, tmp_path, proxy)
 
@@ -309,16 +395,24 @@ def test_sigterm_completes_in_flight_requests(tmp_path: Path, proxy) -> None:
     proxy.stall_seconds = 3.0  # under the SDK's 5 s shutdown grace period
     proxy.fault("stall", when=lambda m, p: "/manifests/" in p)
     server = Server(["--insecure", "--tag-ttl", "0"]).start(tmp_path)
-    reqs = [(k, r) for k, r in mix(CONCURRENCY * 8, proxy.host, seed=3) if k == "registry"][:CONCURRENCY]
+    reqs = [(k, r) for k, r in mix(CONCURRENCY * 8, proxy.host, seed=3) if k == "registry"][
+        :CONCURRENCY
+    ]
     assert len(reqs) == CONCURRENCY
 
     async def go() -> Tally:
         task = asyncio.create_task(drive(server.address, reqs))
         deadline = time.monotonic() + 2.5
-        while not any("/manifests/" in r.path for r in proxy.requests) and time.monotonic() < deadline:
+        while (
+            not any("/manifests/" in r.path for r in proxy.requests) and time.monotonic() < deadline
+        ):
             await asyncio.sleep(0.05)
-        assert any("/manifests/" in r.path for r in proxy.requests), "no request reached the registry"
-        await asyncio.sleep(0.5)  # every request is now in the server, waiting on the stalled registry
+        assert any("/manifests/" in r.path for r in proxy.requests), (
+            "no request reached the registry"
+        )
+        await asyncio.sleep(
+            0.5
+        )  # every request is now in the server, waiting on the stalled registry
         server.proc.send_signal(signal.SIGTERM)
         return await task
 
@@ -330,7 +424,9 @@ def test_sigterm_completes_in_flight_requests(tmp_path: Path, proxy) -> None:
         proxy.stall_seconds = 5.0
         server.stop()
     print(f"[sigterm] in flight {len(reqs)}: {tally.codes}, exit {code}", file=sys.__stderr__)
-    assert tally.codes == {"OK": len(reqs)}, tally.codes  # answered (a Fatal naming the registry), not cancelled
+    assert tally.codes == {"OK": len(reqs)}, (
+        tally.codes
+    )  # answered (a Fatal naming the registry), not cancelled
     assert code == 0
     assert "Traceback" not in server.output()
 
@@ -348,11 +444,18 @@ def _pki(directory: Path, name: str) -> tuple[Any, Any, bytes]:
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     ca = (
-        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+            critical=True,
+        )
         .sign(key, hashes.SHA256())
     )
     return ca, key, ca.public_bytes(serialization.Encoding.PEM)
@@ -367,16 +470,32 @@ def _leaf(ca: Any, ca_key: Any, cn: str, server: bool) -> tuple[bytes, bytes]:
     now = datetime.datetime.now(datetime.UTC)
     key = ec.generate_private_key(ec.SECP256R1())
     b = (
-        x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]))
-        .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(
+            x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
+            ),
+            critical=False,
+        )
     )
     if server:
-        b = b.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]), critical=False)
+        b = b.add_extension(
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+            ),
+            critical=False,
+        )
     cert = b.sign(ca_key, hashes.SHA256())
-    pem_key = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    pem_key = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     return cert.public_bytes(serialization.Encoding.PEM), pem_key
 
 
@@ -395,14 +514,30 @@ def test_mtls_serves_only_clients_of_the_ca(tmp_path: Path) -> None:
     xr, policy = example()
     req = [("valid", request(xr, policy))]
     try:
-        good = asyncio.run(drive(server.address, req, credentials=grpc.ssl_channel_credentials(ca_pem, client_key, client_crt)))
-        none = asyncio.run(drive(server.address, req, credentials=grpc.ssl_channel_credentials(ca_pem)))
-        rogue = asyncio.run(drive(server.address, req, credentials=grpc.ssl_channel_credentials(ca_pem, rogue_key, rogue_crt)))
+        good = asyncio.run(
+            drive(
+                server.address,
+                req,
+                credentials=grpc.ssl_channel_credentials(ca_pem, client_key, client_crt),
+            )
+        )
+        none = asyncio.run(
+            drive(server.address, req, credentials=grpc.ssl_channel_credentials(ca_pem))
+        )
+        rogue = asyncio.run(
+            drive(
+                server.address,
+                req,
+                credentials=grpc.ssl_channel_credentials(ca_pem, rogue_key, rogue_crt),
+            )
+        )
         assert server.proc.poll() is None
     finally:
         server.stop()
     assert good.codes == {"OK": 1} and not good.wrong, (good.codes, good.wrong)
-    assert none.codes == {"UNAVAILABLE": 1}, none.codes  # the TLS handshake fails: no client certificate
+    assert none.codes == {"UNAVAILABLE": 1}, (
+        none.codes
+    )  # the TLS handshake fails: no client certificate
     assert rogue.codes == {"UNAVAILABLE": 1}, rogue.codes  # certificate from another CA
 
 

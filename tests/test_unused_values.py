@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from support.ctfedit import bundled_configdata, with_configdata
 
 from function.cli import main

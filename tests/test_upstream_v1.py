@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 import upstream_v1 as harness
 from conftest import need_path
 
@@ -442,11 +441,11 @@ def test_upstream_case_lands_in_its_class(upstream: Path, case: str) -> None:
         assert runs == [], f"{case} runs now: give it an expectation"
         return
     assert len(runs) == len(expected)
-    for step, x in zip(runs, expected):
+    for step, x in zip(runs, expected, strict=False):
         _check(step, x)
     if any(x.with_schema_warnings for x in expected):
         relaxed = harness.run_case(upstream / case, ("--schema-violations", "Warning"))
-        for step, x in zip(relaxed, expected):
+        for step, x in zip(relaxed, expected, strict=False):
             if x.with_schema_warnings:
                 assert step.observed == x.with_schema_warnings, step.stderr()
                 assert "reported as a warning" in step.stderr()
@@ -483,7 +482,9 @@ def test_p07_pinned_references_give_upstreams_parts(upstream: Path, tmp_path: Pa
     ]
     refused = CliRunner().invoke(main, args)
     assert refused.exit_code == 1 and refused.stdout == ""
-    assert "localization[1].tag (file values.yaml): digest-only.tag " + BARE_DIGEST in refused.stderr
+    assert (
+        "localization[1].tag (file values.yaml): digest-only.tag " + BARE_DIGEST in refused.stderr
+    )
     assert "(and 1 more)" in refused.stderr  # localblob.tag: the globalAccess names no tag either
     r = CliRunner().invoke(main, [*args[:-1], "--image-pairs", "warning", "values.yaml"])
     assert r.exit_code == 0, r.stderr

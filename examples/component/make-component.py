@@ -50,7 +50,9 @@ PROVIDER = "acme.org"
 VERSIONS = ("6.2.0", "6.3.0")
 REGISTRY = "127.0.0.1:5000"
 IMAGE_REFERENCE = f"http://{REGISTRY}/upstream/podinfo:6.2.0"
-IMAGE_DIGEST = "11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1"  # the fixtures' image
+IMAGE_DIGEST = (
+    "11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1"  # the fixtures' image
+)
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -103,7 +105,11 @@ def _gzip(data: bytes) -> bytes:
 
 
 def _files(root: Path) -> list[tuple[str, bytes]]:
-    return [(p.relative_to(root).as_posix(), p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()]
+    return [
+        (p.relative_to(root).as_posix(), p.read_bytes())
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    ]
 
 
 def chart_archive(version: str) -> tuple[bytes, dict]:
@@ -120,7 +126,13 @@ def chart_archive(version: str) -> tuple[bytes, dict]:
         lines.append(line)
     files["Chart.yaml"] = ("\n".join(lines) + "\n").encode()
     order = ["Chart.yaml"] + sorted(k for k in files if k != "Chart.yaml")
-    meta = {"apiVersion": "v2", "name": "podinfo", "version": version, "appVersion": version, "type": "application"}
+    meta = {
+        "apiVersion": "v2",
+        "name": "podinfo",
+        "version": version,
+        "appVersion": version,
+        "type": "application",
+    }
     return _gzip(_tar([(f"podinfo/{k}", files[k]) for k in order])), meta
 
 
@@ -130,8 +142,12 @@ def kustomize_archive() -> bytes:
 
 
 def _artifact(name: str, version: str) -> dict:
-    return {"software.ocm.artifact": json.dumps([{"identity": {"name": name, "version": version}, "kind": "resource"}],
-                                                separators=(",", ":"))}
+    return {
+        "software.ocm.artifact": json.dumps(
+            [{"identity": {"name": name, "version": version}, "kind": "resource"}],
+            separators=(",", ":"),
+        )
+    }
 
 
 def _digest_spec(digest: str) -> ocm.DigestSpec:
@@ -148,7 +164,9 @@ def _local(name: str, version: str, rtype: str, desc: dict) -> ocm.Resource:
         version=version,
         type=rtype,
         relation=ocm.ResourceRelation.LOCAL,
-        access=ocm.LocalBlobAccess(localReference=desc["digest"], mediaType=desc["mediaType"], size=desc["size"]),
+        access=ocm.LocalBlobAccess(
+            localReference=desc["digest"], mediaType=desc["mediaType"], size=desc["size"]
+        ),
         digest=_digest_spec(desc["digest"]),
     )
 
@@ -168,15 +186,28 @@ def build_version(blobs: Blobs, version: str) -> list[dict]:
     chart_config = blobs.descriptor(HELM_CONFIG, _json(meta))
     chart_layer = blobs.descriptor(HELM_LAYER, layer)
     chart_manifest_bytes = _json(
-        {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": chart_config, "layers": [chart_layer]}
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": chart_config,
+            "layers": [chart_layer],
+        }
     )
-    chart_manifest = blobs.descriptor(OCI_MANIFEST, chart_manifest_bytes, annotations=_artifact("chart", version))
+    chart_manifest = blobs.descriptor(
+        OCI_MANIFEST, chart_manifest_bytes, annotations=_artifact("chart", version)
+    )
 
     tar = kustomize_archive()
-    manifests = blobs.descriptor("application/x-tar", tar, annotations=_artifact("manifests", version))
-    manifests_gz = blobs.descriptor("application/x-tar+gzip", _gzip(tar), annotations=_artifact("manifests-gz", version))
+    manifests = blobs.descriptor(
+        "application/x-tar", tar, annotations=_artifact("manifests", version)
+    )
+    manifests_gz = blobs.descriptor(
+        "application/x-tar+gzip", _gzip(tar), annotations=_artifact("manifests-gz", version)
+    )
     config = blobs.descriptor(
-        "application/yaml", (INPUTS / "config" / "config.yaml").read_bytes(), annotations=_artifact("config", version)
+        "application/yaml",
+        (INPUTS / "config" / "config.yaml").read_bytes(),
+        annotations=_artifact("config", version),
     )
 
     component = ocm.Component(
@@ -201,11 +232,15 @@ def build_version(blobs: Blobs, version: str) -> list[dict]:
             _local("config", version, "configdata.ocm.software", config),
         ],
     )
-    cd = ocm.ComponentDescriptor(meta=ocm.Metadata(schemaVersion=ocm.SchemaVersion.V2), component=component)
+    cd = ocm.ComponentDescriptor(
+        meta=ocm.Metadata(schemaVersion=ocm.SchemaVersion.V2), component=component
+    )
     raw = _no_nulls(json.loads(json.dumps(dataclasses.asdict(cd), cls=ocm.EnumJSONEncoder)))
     ocm.ComponentDescriptor.validate(raw)
     descriptor = blobs.descriptor(DESCRIPTOR_JSON, _json(raw))
-    config_blob = blobs.descriptor(DESCRIPTOR_CONFIG, _json({"componentDescriptorLayer": descriptor}))
+    config_blob = blobs.descriptor(
+        DESCRIPTOR_CONFIG, _json({"componentDescriptorLayer": descriptor})
+    )
 
     annotations = {
         "org.opencontainers.image.title": f"OCM component descriptor for {NAME} in version {version}",
@@ -213,18 +248,29 @@ def build_version(blobs: Blobs, version: str) -> list[dict]:
         "software.ocm.componentversion": f"{NAME}:{version}",
         "software.ocm.creator": "examples/component/make-component.py",
     }
-    dm_bytes = _json({
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "artifactType": DESCRIPTOR_ARTIFACT,
-        "config": config_blob,
-        "layers": [descriptor, manifests, manifests_gz, config],
-        "annotations": annotations,
-    })
-    dm = blobs.descriptor(OCI_MANIFEST, dm_bytes, artifactType=DESCRIPTOR_ARTIFACT, annotations=annotations)
+    dm_bytes = _json(
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "artifactType": DESCRIPTOR_ARTIFACT,
+            "config": config_blob,
+            "layers": [descriptor, manifests, manifests_gz, config],
+            "annotations": annotations,
+        }
+    )
+    dm = blobs.descriptor(
+        OCI_MANIFEST, dm_bytes, artifactType=DESCRIPTOR_ARTIFACT, annotations=annotations
+    )
     index = blobs.descriptor(
         OCI_INDEX,
-        _json({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [dm, chart_manifest], "annotations": annotations}),
+        _json(
+            {
+                "schemaVersion": 2,
+                "mediaType": OCI_INDEX,
+                "manifests": [dm, chart_manifest],
+                "annotations": annotations,
+            }
+        ),
     )
     repo = f"component-descriptors/{NAME}"
     return [
@@ -251,8 +297,12 @@ def same_tree(a: Path, b: Path) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="compare ctf/ with a fresh build instead of writing it")
-    parser.add_argument("--out", type=Path, default=CTF, help="where to write the CTF (default: ctf/)")
+    parser.add_argument(
+        "--check", action="store_true", help="compare ctf/ with a fresh build instead of writing it"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=CTF, help="where to write the CTF (default: ctf/)"
+    )
     args = parser.parse_args()
     if args.check:
         with tempfile.TemporaryDirectory() as tmp:

@@ -16,7 +16,7 @@ from crossplane.function import logging
 from function.render import claim_to_xr, dump_yaml, input_from_composition, load_docs
 
 sys.path.insert(0, "tests")
-from support.settle import converge, settle  # noqa: E402 - the tests' stand-in for a cluster
+from support.settle import converge, settle
 
 # name: (XR or claim, Composition, required resources)
 EXAMPLES = {

@@ -246,7 +246,7 @@ class OcmVerification(Model):
     )
 
     @model_validator(mode="after")
-    def _one_key_source(self) -> "OcmVerification":
+    def _one_key_source(self) -> OcmVerification:
         if (self.publicKey is None) == (self.secretRef is None):
             raise ValueError(
                 f"signature {self.signature!r}: set exactly one of publicKey and secretRef"
@@ -275,7 +275,7 @@ class OcmPolicy(Model):
     )
 
     @model_validator(mode="after")
-    def _verify_needs_the_gate(self) -> "OcmPolicy":
+    def _verify_needs_the_gate(self) -> OcmPolicy:
         if self.verify and not (self.enabled and self.gate):
             raise ValueError(
                 "verify needs enabled and gate: only the gate makes verification guard what "

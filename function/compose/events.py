@@ -12,8 +12,9 @@ the function answers a request the same way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from function.compose.readiness import Blocker
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from function.api.claim import Spec
 from function.api.policy import Policy

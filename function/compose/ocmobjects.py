@@ -17,7 +17,6 @@ import base64
 from typing import Any
 
 from function.api.policy import OcmPolicy
-
 from function.compose.context import Context
 from function.compose.durations import canonical
 from function.ocm.model import ComponentVersion, Resource
@@ -52,7 +51,9 @@ def _ocm_config(ctx: Context) -> list[dict[str, Any]]:
 
 
 def verify(policy: OcmPolicy) -> list[dict[str, Any]]:
-    """``Component.spec.verify``: the controller base64-decodes ``value``; a Secret holds raw bytes."""
+    """``Component.spec.verify``: the controller base64-decodes ``value``; a Secret holds raw
+    bytes.
+    """
     out: list[dict[str, Any]] = []
     for v in policy.verify:
         if v.publicKey is not None:

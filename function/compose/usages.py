@@ -38,8 +38,9 @@ them); the storage may not (docs/security.md, "Deleting a claim").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from function.compose import names
 from function.compose.context import Context

@@ -47,9 +47,15 @@ def version(v: str = "6.2.0") -> Version:
     index = json.loads((CTF / "artifact-index.json").read_text())
     (entry,) = [a for a in index["artifacts"] if a.get("tag") == v]
     children = _json(entry["digest"])["manifests"]
-    (dm,) = [c for c in children if c.get("artifactType") == "application/vnd.ocm.software.component-descriptor.v2"]
+    (dm,) = [
+        c
+        for c in children
+        if c.get("artifactType") == "application/vnd.ocm.software.component-descriptor.v2"
+    ]
     manifest = _json(dm["digest"])
-    layer = json.loads(blob(manifest["config"]["digest"]).read_text())["componentDescriptorLayer"]["digest"]
+    layer = json.loads(blob(manifest["config"]["digest"]).read_text())["componentDescriptorLayer"][
+        "digest"
+    ]
     descriptor = json.loads(blob(layer).read_text())
     resources = {r["name"]: r for r in descriptor["component"]["resources"]}
     return Version(entry["digest"], dm["digest"], blob(layer), resources)

@@ -73,7 +73,13 @@ CASES = [
         COMPOSITION,
         EXAMPLES / "observed" / "kustomize",
     ),
-    Case("claim", EXAMPLES / "claim.yaml", COMPOSITION_CLAIM, EXAMPLES / "observed" / "claim", EXAMPLES / "required"),
+    Case(
+        "claim",
+        EXAMPLES / "claim.yaml",
+        COMPOSITION_CLAIM,
+        EXAMPLES / "observed" / "claim",
+        EXAMPLES / "required",
+    ),
 ]
 
 

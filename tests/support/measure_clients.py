@@ -22,9 +22,9 @@ HERE = Path(__file__).resolve()
 sys.path[:0] = [str(HERE.parents[1]), str(HERE.parents[2])]
 
 from function.cache import Cache
+from function.ocm.layout import ACCEPT_MANIFESTS
 from function.ocm.model import Repository
 from function.ocm.oci import AllowedHost, OciSource, RegistryAccess
-from function.ocm.layout import ACCEPT_MANIFESTS
 from support.registry import RegistryServer
 
 FIXTURES = HERE.parents[3] / "shared/fixtures/ocm-cli-v0.9.1"
@@ -243,7 +243,7 @@ def measure(host: str, tls: bool, pki) -> list[tuple[str, str]]:
                 await call(fn)
                 working.append((name, fn))
                 samples[name] = []
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 rows.append((name.split(":")[0], f"fails: {type(exc).__name__}: {str(exc)[:90]}"))
         for i in range(ROUNDS):
             order = working if i % 2 == 0 else list(reversed(working))

@@ -8,7 +8,8 @@ first, then what goes into them, then the Flux objects once the gate opens, then
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from function.render import Rendered, render
 

@@ -38,24 +38,49 @@ import yaml
 
 # CEL reserved words: Kubernetes escapes field names equal to them as __name__ in rules.
 _CEL_RESERVED = {
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
-    "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
-    "void", "while",
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
 }
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 # What Crossplane adds to every XR schema it serves (crossplane-runtime pkg/xcrd/schemas.go;
 # ../shared/reference/crossplane.md). Typed loosely: our own schema is what is under test.
 _LOOSE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 _XR_SPEC_V2 = {"crossplane": _LOOSE}
-_XR_SPEC_LEGACY = {
-    k: _LOOSE
-    for k in (
-        "compositionRef", "compositionSelector", "compositionRevisionRef", "claimRef",
-        "writeConnectionSecretToRef", "publishConnectionDetailsTo", "environmentConfigRefs",
-    )
-} | {
+_XR_SPEC_LEGACY = dict.fromkeys(
+    (
+        "compositionRef",
+        "compositionSelector",
+        "compositionRevisionRef",
+        "claimRef",
+        "writeConnectionSecretToRef",
+        "publishConnectionDetailsTo",
+        "environmentConfigRefs",
+    ),
+    _LOOSE,
+) | {
     "compositionUpdatePolicy": {"type": "string"},
     "compositionRevisionSelector": _LOOSE,
     "compositeDeletePolicy": {"type": "string"},
@@ -85,7 +110,9 @@ def _load(path: Path) -> list[dict[str, Any]]:
 
 
 def _xr_schema(xrd: Mapping[str, Any], version: Mapping[str, Any], legacy: bool) -> dict[str, Any]:
-    schema = copy.deepcopy((version.get("schema") or {}).get("openAPIV3Schema") or {"type": "object"})
+    schema = copy.deepcopy(
+        (version.get("schema") or {}).get("openAPIV3Schema") or {"type": "object"}
+    )
     props = schema.setdefault("properties", {})
     spec = props.setdefault("spec", {"type": "object"})
     spec.setdefault("properties", {}).update(_XR_SPEC_LEGACY if legacy else _XR_SPEC_V2)
@@ -109,7 +136,9 @@ def schemas_from(paths: Iterable[Path]) -> dict[tuple[str, str], Schema]:
                     av = f"{group}/{v['name']}"
                     s = (v.get("schema") or {}).get("openAPIV3Schema") or {"type": "object"}
                     kind = spec["names"]["kind"]
-                    out[(av, kind)] = Schema(av, kind, spec.get("scope") == "Namespaced", s, str(path))
+                    out[(av, kind)] = Schema(
+                        av, kind, spec.get("scope") == "Namespaced", s, str(path)
+                    )
             elif d.get("kind") == "CompositeResourceDefinition":
                 scope = spec.get("scope", "LegacyCluster")
                 legacy = scope == "LegacyCluster" or d["apiVersion"].endswith("/v1")
@@ -264,7 +293,7 @@ def _structural_problems(schema: Mapping[str, Any], value: Any, where: list[Any]
                 if isinstance(v, dict):
                     key = tuple(v.get(k) for k in keys)
                     if key in seen_keys:
-                        yield f"{_fmt([*where, i])}: duplicate map key {dict(zip(keys, key))}"
+                        yield f"{_fmt([*where, i])}: duplicate map key {dict(zip(keys, key, strict=False))}"
                     seen_keys.add(key)
 
 
@@ -310,7 +339,9 @@ def _builtin_validator(api_version: str, kind: str, version: str) -> Any:
 def _builtin_problems(doc: Mapping[str, Any], version: str) -> list[str]:
     v = _builtin_validator(str(doc.get("apiVersion")), str(doc.get("kind")), version)
     if v is None:
-        return [f"no schema for {doc.get('apiVersion')}, Kind={doc.get('kind')} (kubernetes-validate {version})"]
+        return [
+            f"no schema for {doc.get('apiVersion')}, Kind={doc.get('kind')} (kubernetes-validate {version})"
+        ]
     return [
         f"{_fmt(e.absolute_path)}: {e.message} (kubernetes-validate {version})"
         for e in sorted(v.iter_errors(dict(doc)), key=lambda e: list(map(str, e.absolute_path)))
@@ -337,13 +368,18 @@ def k8s_version() -> str:
     """The Kubernetes schemas kubernetes-validate checks built-ins against: the newest shipped."""
     import kubernetes_validate.utils as kvu
 
-    return max((kvu.major_minor(v) for v in kvu.all_versions()), key=lambda v: tuple(map(int, v.split("."))))
+    return max(
+        (kvu.major_minor(v) for v in kvu.all_versions()),
+        key=lambda v: tuple(map(int, v.split("."))),
+    )
 
 
 class Validator:
     """Validates documents against a set of CRDs/XRDs plus the Kubernetes built-in schemas."""
 
-    def __init__(self, extension_files: Iterable[Path], allowed_missing: Iterable[tuple[str, str]] = ()):
+    def __init__(
+        self, extension_files: Iterable[Path], allowed_missing: Iterable[tuple[str, str]] = ()
+    ):
         self.schemas = schemas_from(extension_files)
         self.allowed_missing = set(allowed_missing)
         self._oas: dict[tuple[str, str], Any] = {}
@@ -381,7 +417,9 @@ class Validator:
         out: list[str] = []
         for d in docs:
             out += self.problems(d)
-            if d.get("kind") == "Composition" and str(d.get("apiVersion", "")).startswith("apiextensions.crossplane.io/"):
+            if d.get("kind") == "Composition" and str(d.get("apiVersion", "")).startswith(
+                "apiextensions.crossplane.io/"
+            ):
                 for i, step in enumerate((d.get("spec") or {}).get("pipeline") or []):
                     if step.get("input"):
                         out += [f"pipeline[{i}].input: {p}" for p in self.problems(step["input"])]
