@@ -193,7 +193,7 @@ class Outcome:
 
 
 def _group(api: str) -> str:
-    return api.split("/")[0] if "/" in api else ""
+    return api.split("/", maxsplit=1)[0] if "/" in api else ""
 
 
 def webhook_protects(usage: dict[str, Any], obj: dict[str, Any]) -> bool:

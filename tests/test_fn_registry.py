@@ -22,6 +22,11 @@ from support.faultproxy import MARKER
 from support.oci_env import (
     PASSWORD,
     USER,
+    basic_auth_registry,
+    fault_proxy,
+    fixture_registry,
+    htpasswd_file,
+    proxy,
 )
 from support.settle import converge
 from test_soak import namespaces_required
@@ -114,8 +119,8 @@ def test_helm_in_every_transfer_mode(fixture_registry, mode: str) -> None:
     # the fixture ConfigData's tag rule: TAG@digest in every mode (copied-default: the referenceName tag)
     assert values["image"]["tag"] == f"6.2.0@{IMAGE}"
     assert any(
-        "localization[1].repository" in r.message for r in out.results
-    )  # the downgraded defect
+        "localization[1].repository" in w["message"] for w in out.xr["status"]["warnings"]
+    )  # the downgraded defect (an event once, in status.warnings from then on)
 
 
 @pytest.mark.parametrize("mode", sorted(DESCRIPTOR_MANIFESTS))

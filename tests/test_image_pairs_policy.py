@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+from support.settle import converge
 
 from function.render import claim_to_xr, input_from_composition, load_docs, render
 
@@ -52,9 +53,11 @@ def test_fixture_helm_configdata_is_fatal_by_default(fixtures_dir):
 def test_ops_can_downgrade_to_a_warning(fixtures_dir):
     xr, policy = setup(fixtures_dir)
     policy["configData"] = {"imagePairs": "Warning"}
-    out = asyncio.run(render(xr, policy))
+    renders, _ = asyncio.run(converge(xr, policy))  # the HelmRelease follows its Namespaces
+    out = renders[-1]
     assert out.fatal is None
-    warnings = [r.message for r in out.results if r.severity == fnv1.SEVERITY_WARNING]
+    # Sent as an event once (the first reconcile); kept in status.warnings from then on.
+    warnings = [w["message"] for w in out.xr["status"]["warnings"]]
     assert any(
         w.startswith("ConfigData (resource config) localization[1].repository (file values.yaml): ")
         for w in warnings
