@@ -22,6 +22,11 @@ from support.faultproxy import MARKER
 from support.oci_env import (
     PASSWORD,
     USER,
+    basic_auth_registry,
+    fault_proxy,
+    fixture_registry,
+    htpasswd_file,
+    proxy,
 )
 from support.settle import converge
 from test_soak import namespaces_required

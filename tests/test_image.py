@@ -62,10 +62,10 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 from hypothesis_profiles import example
 from support.oci_env import (
-    fault_proxy,  # noqa: F401  (fixture)
-    fixture_registry,  # noqa: F401  (fixture)
+    fault_proxy,
+    fixture_registry,
     need_gardener_ocm,
-    proxy,  # noqa: F401  (fixture)
+    proxy,
     registry_bin,
 )
 from support.registry import RegistryServer, free_port
