@@ -337,7 +337,13 @@ def inputs(case: Case, reg: Registry) -> dict[str, Any]:
     xr = claim_to_xr(load_docs([EXAMPLES / case.xr])[0])
     xr["spec"]["component"]["repository"] = f"oci::https://{reg.host}/source"
     policy = input_from_composition(load_docs([EXAMPLES / case.composition])[0], case.composition)
+    # The example's images stay where its descriptor names them (127.0.0.1:5000): keep the
+    # image allowlist the example's registries implied before they were replaced.
+    images = policy.get("imageRegistries") or [
+        {"host": r["host"], "pullCredential": True} for r in policy.get("registries") or []
+    ]
     policy["registries"] = [{"host": reg.host, "caBundle": reg.ca_pem}]
+    policy["imageRegistries"] = images
     policy["mirrors"] = []
     return {
         "xr": xr,
