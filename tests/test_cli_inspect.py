@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from support import example_component
-from support.oci_env import COMPONENT, fixture_registry  # noqa: F401
+from support.oci_env import COMPONENT, fixture_registry
 
 from function.cli import main
 

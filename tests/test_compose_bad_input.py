@@ -8,6 +8,7 @@ would delete what is left out), no exception out of RunFunction.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any

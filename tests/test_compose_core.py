@@ -7,6 +7,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from support import example_component
 from support.invariants import check_render
 from support.settle import converge

@@ -165,6 +165,7 @@ def test_version_change_keeps_flux_at_the_observed_digest_and_values() -> None:
         "6.3.0 has its own chart"
     )
     assert now["flux-helmrelease"]["spec"]["values"]["image"]["tag"] != "observed-tag"  # 6.3.0's
+    assert "@sha256:" in now["flux-helmrelease"]["spec"]["values"]["image"]["tag"]
     assert out.xr["status"]["deploy"]["version"] == "6.3.0" and "blockedBy" not in out.xr["status"]
     assert before["flux-ocirepository"]["spec"]["ref"] == seen["flux-ocirepository"]["spec"]["ref"]
 

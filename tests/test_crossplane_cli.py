@@ -50,7 +50,7 @@ from support.examples import (
     load,
     shipped,
 )
-from support.oci_env import basic_auth_registry, htpasswd_file  # noqa: F401  (fixtures)
+from support.oci_env import basic_auth_registry, htpasswd_file
 
 pytestmark = pytest.mark.crossplane
 

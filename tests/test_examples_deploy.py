@@ -188,7 +188,7 @@ def test_the_example_ctf_is_what_make_component_builds():
 
 def _has_gardener_ocm() -> bool:
     try:
-        import ocm  # noqa: F401
+        import ocm
     except ImportError:
         return False
     return True

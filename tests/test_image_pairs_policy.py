@@ -62,7 +62,8 @@ def test_ops_can_downgrade_to_a_warning(fixtures_dir):
         w.startswith("ConfigData (resource config) localization[1].repository (file values.yaml): ")
         for w in warnings
     ), warnings
-    (hr,) = [r for r in out.resources if r["kind"] == "HelmRelease"]
+    renders, _ = asyncio.run(converge(xr, policy))  # the Flux objects follow their Namespaces
+    (hr,) = [r for r in renders[-1].resources if r["kind"] == "HelmRelease"]
     assert hr["spec"]["values"]["image"] == {
         "repository": "upstream/podinfo",
         "tag": f"6.2.0@{DIGEST}",

@@ -25,7 +25,7 @@ import pytest
 import structlog
 from crossplane.function import logging as sdklogging
 from hypothesis_profiles import as_claim, example
-from support.oci_env import fault_proxy, fixture_registry, proxy  # noqa: F401
+from support.oci_env import fault_proxy, fixture_registry, proxy
 from support.registry import free_port
 from test_soak import Server, claim, drive, request
 

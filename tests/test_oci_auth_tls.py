@@ -8,7 +8,7 @@ import logging
 
 import pytest
 from support.faultproxy import MARKER
-from support.oci_env import (  # noqa: F401
+from support.oci_env import (
     COMPONENT,
     PASSWORD,
     USER,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.faultproxy import MARKER
-from support.oci_env import (  # noqa: F401
+from support.oci_env import (
     COMPONENT,
     PASSWORD,
     USER,

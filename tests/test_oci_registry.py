@@ -9,7 +9,7 @@ import json
 
 import pytest
 from conftest import FIXTURES
-from support.oci_env import (  # noqa: F401
+from support.oci_env import (
     COMPONENT,
     basic_auth_registry,
     fault_proxy,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, need_path
-from support.oci_env import COMPONENT, blob_path, tampered_registry  # noqa: F401
+from support.oci_env import COMPONENT, blob_path, tampered_registry
 
 from function.cache import Cache
 from function.errors import ComponentError

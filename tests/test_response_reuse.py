@@ -22,7 +22,7 @@ from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 from support.examples import COMPOSITION, EXAMPLES, load
-from support.oci_env import fixture_registry  # noqa: F401
+from support.oci_env import fixture_registry
 
 from function.cache import Cache, Responses
 from function.fn import FunctionRunner

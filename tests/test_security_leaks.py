@@ -26,7 +26,7 @@ import yaml
 from crossplane.function import logging as sdklogging
 from hypothesis_profiles import REPO, example
 from support.faultproxy import MARKER
-from support.oci_env import (  # noqa: F401
+from support.oci_env import (
     PASSWORD,
     USER,
     basic_auth_registry,

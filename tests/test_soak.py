@@ -40,7 +40,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 from hypothesis_profiles import REPO, as_claim, example
 from support.faultproxy import MARKER
-from support.oci_env import fault_proxy, fixture_registry, proxy  # noqa: F401
+from support.oci_env import fault_proxy, fixture_registry, proxy
 from support.registry import free_port
 
 SACK8S = str(Path(sys.executable).with_name("sack8s"))

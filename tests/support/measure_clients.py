@@ -204,7 +204,7 @@ def measure(host: str, tls: bool, pki) -> list[tuple[str, str]]:
                 )
             )
             try:
-                import aiohttp  # noqa: F401
+                import aiohttp
                 import oci.client_async
 
                 ac = oci.client_async.Client(routes=routes)

@@ -198,7 +198,7 @@ def blob_path(root: Path, digest: str) -> Path:
 
 def need_gardener_ocm() -> None:
     try:
-        import oci  # noqa: F401
-        import ocm  # noqa: F401
+        import oci
+        import ocm
     except ImportError as exc:
         need(False, f"gardener-ocm not importable ({exc.name})")
