@@ -625,6 +625,19 @@ def plot(path: Path, results: dict[str, Any], scaling: dict[str, Any], caption: 
 # -- main -----------------------------------------------------------------------------------
 
 
+def floor_argv(answer: Path) -> list[str]:
+    """The floor server (benchmarks/floor.py) answering with ``answer``."""
+    return [
+        sys.executable,
+        str(HERE / "floor.py"),
+        "--answer",
+        str(answer),
+        "--insecure",
+        "--address",
+        "127.0.0.1:{port}",
+    ]
+
+
 def unmeasured(details: dict[str, Any], phase: str, e: BaseException) -> None:
     """A phase that could not be measured (a busy machine, a dead peer) is said, not fatal."""
     if isinstance(e, grpc.RpcError):
@@ -848,15 +861,7 @@ def main() -> int:
             answers[n].write_text(json.dumps(p.answer))
         for s in servers:
             for n, p in prepared.items():
-                argv = exe.get(s) or [
-                    sys.executable,
-                    str(HERE / "floor.py"),
-                    "--answer",
-                    str(answers[n]),
-                    "--insecure",
-                    "--address",
-                    "127.0.0.1:{port}",
-                ]
+                argv = exe.get(s) or floor_argv(answers[n])
                 try:
                     srv = Server(s, argv).start(REPO)
                     try:
@@ -879,15 +884,7 @@ def main() -> int:
                 continue
             pts = {"factor": [], "cpu_ms": [], "objects": []}
             for n, p in scale_prep.items():
-                argv = exe.get(s) or [
-                    sys.executable,
-                    str(HERE / "floor.py"),
-                    "--answer",
-                    str(answers[n]),
-                    "--insecure",
-                    "--address",
-                    "127.0.0.1:{port}",
-                ]
+                argv = exe.get(s) or floor_argv(answers[n])
                 srv = Server(s, argv).start(REPO)
                 try:
                     r = asyncio.run(

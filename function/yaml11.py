@@ -40,6 +40,7 @@ from function.yamlio import (
     _fix_surrogates,
     _to_text,
     check_expansion,
+    syntax_error,
 )
 
 _GO_MAP: dict[str, Any] = {
@@ -274,10 +275,7 @@ def load_v1(data: bytes | str, where: str) -> tuple[Any, tuple[Retyped, ...]]:
     try:
         docs = [b.build(n, "") for n in y.compose_all(io.StringIO(text)) if n is not None]
     except YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or type(e).__name__
-        raise YamlError(where, f"is not valid YAML{at}: {problem}") from None
+        raise syntax_error(where, e) from None
     except RecursionError:
         raise YamlError(where, f"nests deeper than {MAX_DEPTH} levels") from None
     docs = [d for d in docs if d is not None]

@@ -136,15 +136,20 @@ def load_all(data: bytes | str, where: str, *, max_bytes: int = MAX_BYTES) -> li
     return pickle.loads(blob)  # noqa: S301 - our own pickle of an already parsed document
 
 
+def syntax_error(where: str, e: YAMLError) -> YamlError:
+    """One error for a YAML parse failure: where, the line and column, and ruamel's problem."""
+    mark = getattr(e, "problem_mark", None)
+    at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(e, "problem", None) or type(e).__name__
+    return YamlError(where, f"is not valid YAML{at}: {problem}")
+
+
 def _load_all(data: bytes | str, where: str, max_bytes: int) -> list[Any]:
     text = _to_text(data, where, max_bytes)
     try:
         docs = [d for d in _safe().load_all(io.StringIO(text)) if d is not None]
     except YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or type(e).__name__
-        raise YamlError(where, f"is not valid YAML{at}: {problem}") from None
+        raise syntax_error(where, e) from None
     except RecursionError:
         raise YamlError(where, f"nests deeper than {MAX_DEPTH} levels") from None
     except (ValueError, TypeError, OverflowError) as e:
