@@ -84,7 +84,8 @@ def test_flux_chart(fixtures_dir: Path, path: str) -> None:
         digest=CHART,
         layer_media_type=HELM_CHART_LAYER,
         layer_operation="copy",
-        plain_http_host="127.0.0.1:5000",
+        host="127.0.0.1:5000",
+        plain_http=True,
     )
 
 
@@ -97,7 +98,8 @@ def test_flux_kustomize_tgz(fixtures_dir: Path, path: str) -> None:
         digest=DESC_MANIFEST[path],
         layer_media_type="application/x-tar+gzip",
         layer_operation="extract",
-        plain_http_host="127.0.0.1:5000",
+        host="127.0.0.1:5000",
+        plain_http=True,
     )
 
 
@@ -193,7 +195,7 @@ def test_unpinned_reference() -> None:
     ):
         localized_reference(cv, r)
     assert localized_reference(cv, r, allow_unpinned=True) == "ghcr.io/org/app:1.0"
-    with pytest.raises(ComponentError, match="never by tag"):
+    with pytest.raises(ComponentError, match="stored outside the component"):
         flux_source(cv, r, "helm")
     # A digest with a non-pinning normalisation does not pin.
     other = _resource(r.access, Digest("SHA-256", "jsonNormalisation/v1", "a" * 64))
@@ -237,23 +239,27 @@ def test_global_access() -> None:
         }
     )
     assert localized_reference(_cv_with(g), g) == f"ghcr.io/org/chart:1.0@{SHA}"
+    # Issue 31: Flux fetches what the function read (the local copy), never the globalAccess.
     assert flux_source(_cv_with(g), g, "helm") == FluxSource(
-        "oci://ghcr.io/org/chart", SHA, HELM_CHART_LAYER, "copy", "ghcr.io"
+        "oci://reg.example.com/base/component-descriptors/acme.org/x",
+        SHA,
+        HELM_CHART_LAYER,
+        "copy",
+        "reg.example.com",
     )
 
 
 def test_oci_artifact_flux_sources() -> None:
+    """A deployable stored outside the component is refused (issue 31: the function reads only
+    local blobs, and Flux deploys what the function read); a local Flux artifact is served."""
     r = _resource(
         {"type": "ociRegistry", "imageReference": "http://10.0.0.1:5000/charts/app:1.0"},
         Digest("SHA-256", "genericBlobDigest/v1", "a" * 64),
     )
     cv = _cv_with(r)
-    assert flux_source(cv, r, "helm") == FluxSource(
-        "oci://10.0.0.1:5000/charts/app", SHA, HELM_CHART_LAYER, "copy", "10.0.0.1:5000"
-    )
-    assert flux_source(cv, r, "kustomize") == FluxSource(
-        "oci://10.0.0.1:5000/charts/app", SHA, FLUX_CONTENT_LAYER, "extract", "10.0.0.1:5000"
-    )
+    for flavour in ("helm", "kustomize"):
+        with pytest.raises(ComponentError, match="stored outside the component .*10.0.0.1:5000"):
+            flux_source(cv, r, flavour)  # type: ignore[arg-type]
     local = _resource(
         {
             "type": "localBlob",

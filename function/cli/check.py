@@ -1,8 +1,9 @@
 """``sack8s check``: lint a ConfigData against its deployable before a team publishes it.
 
 One line per finding on stdout, ``error|warning: <rule>: <file>: <path>: message`` (``-`` where
-a part does not apply), a count on stderr; exit 1 when there is an error, else 0, and 2 on a
-usage error (:mod:`function.cli.exits`). The checks themselves are
+a part does not apply; rule ``deployable`` for a reference that leaves the chart or Kustomize
+directory, which the function refuses), a count on stderr; exit 1 when there is an error,
+else 0, and 2 on a usage error (:mod:`function.cli.exits`). The checks themselves are
 :mod:`function.configdata.check`; this module only reads the ConfigData, the deployable's
 files (``--root``), the values a claim would give (``--values``) and the component
 (``--component``, which also supplies every Helm chart and Kustomize directory it ships when
@@ -102,6 +103,22 @@ def _component_deployables(
     return with_component(source, read, plain_http=plain_http, registry=registry)
 
 
+def _remote_references(deployables: list[Any]) -> list[Any]:
+    """What the function refuses at composition (function.compose.selfcontained): references
+    that leave the deployable, for every kustomization (a claim chooses the path) and chart.
+    """
+    from function.compose.selfcontained import problems
+    from function.configdata.check import Finding
+
+    found = []
+    for d in deployables:
+        if d.flavour is None:
+            continue
+        for p in problems(d.flavour, d.files, None):
+            found.append(Finding("error", "deployable", p.file, p.entry, f"{d.name}: {p.message}"))
+    return found
+
+
 @click.command("check", epilog=EPILOG)
 @click.option(
     "--config-data",
@@ -190,15 +207,21 @@ def check(
             deployables = [
                 Deployable(f"--root {root}", _flavour_of(files), MappingProxyType(files))
             ]  # type: ignore[arg-type]
-        findings = findings + run_check(
-            data,
-            deployables=deployables,
-            component=cv,
-            images=cli_image_table(cv, allow_unpinned=allow_unpinned) if cv is not None else None,
-            values=values,
-            image_pairs_fatal=image_pairs.lower() == "fatal",
-            complete=root is None,
-            name=f"ConfigData {cd_path.name}",
+        findings = (
+            findings
+            + run_check(
+                data,
+                deployables=deployables,
+                component=cv,
+                images=cli_image_table(cv, allow_unpinned=allow_unpinned)
+                if cv is not None
+                else None,
+                values=values,
+                image_pairs_fatal=image_pairs.lower() == "fatal",
+                complete=root is None,
+                name=f"ConfigData {cd_path.name}",
+            )
+            + _remote_references(deployables)
         )
     except (Failure, SackError) as e:
         _fail(str(e))

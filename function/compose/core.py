@@ -20,6 +20,7 @@ from function.compose import (
     collisions,
     events,
     externalsecrets,
+    fetchhosts,
     flux,
     gates,
     images,
@@ -27,9 +28,10 @@ from function.compose import (
     ocmobjects,
     rbac,
     readiness,
+    selfcontained,
     usages,
 )
-from function.compose.admission import Admission
+from function.compose.admission import Admission, registry_for
 from function.compose.context import Context
 from function.compose.identity import Identity
 from function.configdata.deploy import FluxMutation, MutationInput, mutate
@@ -197,8 +199,17 @@ def compose(inp: CoreInput) -> CoreOutput:
     flavour = choose_flavour(spec, deployable)
     ctx = Context(identity, spec, policy, deploy_ns, inp.repository, registry, flavour)
 
+    # Everything Flux, the OCM controller or the function fetches is on the allowlist.
+    fetchhosts.check(policy, (deployable, cd), f"component {cv.name}:{cv.version}")
     src = flux_source(
         cv, deployable, flavour, blob_head=inp.loaded.blob_heads.get(resource_key(deployable))
+    )
+    # ... and nothing inside the deployable makes Flux fetch from anywhere else.
+    selfcontained.check(
+        flavour,
+        inp.loaded.contents.get(resource_key(deployable)) or {},
+        spec.deploy.path if flavour == "kustomize" else None,
+        f"component {cv.name}:{cv.version} {deployable.describe()}",
     )
     # Every image reference is resolved and parsed once, here, and used from this table by
     # status, the pull secrets and the ConfigData engine.
@@ -221,7 +232,10 @@ def compose(inp: CoreInput) -> CoreOutput:
     if policy.ocm.enabled:
         gates.check_resolved(cv.version, policy)
         collisions.merge(built, ocmobjects.build(ctx, cv, deployable))
-    flux_objs = flux.build(ctx, src, mutation)
+    source_registry = registry_for(
+        policy, src.host, plain_http=src.plain_http, where=f"Flux source {src.url[:200]}"
+    )
+    flux_objs = flux.build(ctx, src, source_registry, mutation)
     release_key = flux.key_release(flavour)
 
     planned = usages.build(ctx, {**built, **flux_objs}, release_key, namespaces.key_deploy())

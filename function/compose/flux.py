@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from function.api.policy import RegistryPolicy
 from function.compose.context import Context
 from function.compose.durations import canonical
 from function.configdata.deploy import FluxMutation
@@ -47,20 +48,27 @@ def kind_of(flavour: str) -> str:
     return "HelmRelease" if flavour == "helm" else "Kustomization"
 
 
-def source(ctx: Context, src: FluxSource) -> dict[str, Any]:
+def source(ctx: Context, src: FluxSource, entry: RegistryPolicy) -> dict[str, Any]:
+    """The OCIRepository, with the TLS settings of ``entry``: the policy entry for the host its
+    URL names (core.py looks it up with ``admission.registry_for``).
+
+    The source is where the function read (the component's own repository), so that entry is
+    the admitted one; it is looked up by the URL's host all the same, so no setting of one
+    host (``insecure``, the CA, the repository credential) can ever be applied to another.
+    """
     spec: dict[str, Any] = {
         "interval": canonical(ctx.policy.flux.sourceInterval, "flux.sourceInterval"),
         "url": src.url,
         "ref": {"digest": src.digest},
         "layerSelector": {"mediaType": src.layer_media_type, "operation": src.layer_operation},
     }
-    if ctx.registry.plainHTTP and ctx.repository.plain_http:
+    if entry.plainHTTP and src.plain_http:
         spec["insecure"] = True
     creds = ctx.spec.credentials
-    if creds and creds.repository:
+    if creds and creds.repository and src.host.lower() == ctx.repository.host.lower():
         spec["secretRef"] = {"name": ctx.repository_secret_name}
-    if ctx.registry.certSecretName and not spec.get("insecure"):
-        spec["certSecretRef"] = {"name": ctx.registry.certSecretName}
+    if entry.certSecretName and not spec.get("insecure"):
+        spec["certSecretRef"] = {"name": entry.certSecretName}
     return {
         "apiVersion": SOURCE_API,
         "kind": "OCIRepository",
@@ -157,6 +165,8 @@ def kustomization(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
     }
 
 
-def build(ctx: Context, src: FluxSource, mutation: FluxMutation) -> dict[str, dict[str, Any]]:
+def build(
+    ctx: Context, src: FluxSource, entry: RegistryPolicy, mutation: FluxMutation
+) -> dict[str, dict[str, Any]]:
     release = helm_release(ctx, mutation) if ctx.flavour == "helm" else kustomization(ctx, mutation)
-    return {key_source(): source(ctx, src), key_release(ctx.flavour): release}
+    return {key_source(): source(ctx, src, entry), key_release(ctx.flavour): release}

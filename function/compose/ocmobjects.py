@@ -64,6 +64,26 @@ def verify(policy: OcmPolicy) -> list[dict[str, Any]]:
     return out
 
 
+#: Identity attributes the OCM toolkit sets itself (``name``) and never takes from
+#: ``extraIdentity``; a descriptor that lists it there cannot rename what is tracked.
+RESERVED_IDENTITY = frozenset({"name"})
+
+
+def tracked_identity(ctx: Context, deployable: Resource) -> dict[str, str]:
+    """``byReference.resource``: the claim's choice (its name and extraIdentity), completed by
+    the selected resource's other extraIdentity attributes so the controller finds exactly it.
+
+    The descriptor is tenant-authored: its attributes were *matched* against the claim to
+    select the resource (``function.ocm.select``) and only fill in keys the claim left out;
+    ``name`` always comes from the claim, so an ``extraIdentity: {name: ...}`` in the
+    descriptor cannot make the OCM controller track (and verify) another resource.
+    """
+    chosen = ctx.spec.deploy.resource
+    identity = {**deployable.extra_identity, **chosen.extraIdentity}
+    extra = sorted((k, v) for k, v in identity.items() if k not in RESERVED_IDENTITY)
+    return {"name": chosen.name, **dict(extra)}
+
+
 def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str, dict[str, Any]]:
     # The OCM controller writes spec.interval back as Go prints it (10m -> 10m0s), so compose that.
     interval = canonical(ctx.policy.ocm.interval, "ocm.interval")
@@ -84,11 +104,9 @@ def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str,
     }
     if ctx.policy.ocm.verify:
         component["verify"] = verify(ctx.policy.ocm)
-    by_ref: dict[str, Any] = {"name": deployable.name}
-    by_ref.update(dict(sorted(deployable.extra_identity.items())))
     resource: dict[str, Any] = {
         "componentRef": {"name": ctx.flux_name},
-        "resource": {"byReference": {"resource": by_ref}},
+        "resource": {"byReference": {"resource": tracked_identity(ctx, deployable)}},
     }
     if cfg:
         for spec in (repository, component, resource):

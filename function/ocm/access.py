@@ -310,21 +310,30 @@ def _localized(
 class FluxSource:
     """What an ``OCIRepository`` needs: ``url``, ``ref.digest`` and the ``layerSelector``.
 
-    ``plain_http_host`` is the registry host so the caller can decide on ``insecure`` from the
-    policy (never from the component: ``insecure`` also disables TLS verification).
+    ``host`` is the registry the URL names and ``plain_http`` whether the component was
+    addressed over plain HTTP there, so the caller can look the host up in the policy and
+    decide on ``insecure`` and ``certSecretRef`` from the policy entry for that exact host
+    (never from the component: ``insecure`` also disables TLS verification).
     """
 
     url: str
     digest: str
     layer_media_type: str
     layer_operation: Literal["copy", "extract"]
-    plain_http_host: str
+    host: str
+    plain_http: bool = False
 
 
 def flux_source(
     cv: ComponentVersion, resource: Resource, flavour: Flavour, *, blob_head: bytes | None = None
 ) -> FluxSource:
     """The Flux ``OCIRepository`` parameters for a deployable (packaging.md §3).
+
+    Flux fetches exactly what the function read: the deployable's local blob in the
+    component's own repository (``function.ocm.fetch`` reads nothing else). A ``globalAccess``
+    is never followed -- it would point Flux at bytes the function never saw, on a host the
+    component chose (``function.compose.fetchhosts`` refuses one off the allowlist) -- and a
+    deployable stored elsewhere (an ``ociArtifact`` access) is refused.
 
     ``blob_head`` is the first bytes of the resource's raw blob (``LoadedComponent.blob_heads``),
     used for the gzip magic check of a Kustomize ``application/x-tar+gzip`` localBlob; ``None``
@@ -335,16 +344,16 @@ def flux_source(
     where = _where(cv, resource)
     access = resource.access
     raw, kind = _access_type(resource)
-    if kind == LOCAL_BLOB:
-        global_access = access.get("globalAccess")
-        if isinstance(global_access, Mapping) and global_access.get("type"):
-            graw, gkind = _access_type(resource, global_access)
-            if gkind == OCI_ARTIFACT:
-                return _flux_from_reference(resource, global_access, flavour, where)
-            # A global access that is not an artifact: fall through to the local copy.
+    what = "Helm chart" if flavour == "helm" else "Kustomize"
     layer_mt = HELM_CHART_LAYER if flavour == "helm" else FLUX_CONTENT_LAYER
     if kind == OCI_ARTIFACT:
-        return _flux_from_reference(resource, access, flavour, where)
+        raise ComponentError(
+            where,
+            f"access {raw[:100]}: the {what} content is stored outside the component "
+            f"(at {_named_host(access)}); the function reads a deployable only from the "
+            "component's own storage, and Flux must deploy what the function read: add it to "
+            "the component as a local blob (ocm transfer --copy-resources)",
+        )
     if kind == LOCAL_BLOB:
         media_type = bare(access.get("mediaType"))
         if media_type in MANIFEST_TYPES:
@@ -355,7 +364,8 @@ def flux_source(
                 digest=local_ref,
                 layer_media_type=layer_mt,
                 layer_operation="copy" if flavour == "helm" else "extract",
-                plain_http_host=repo.host,
+                host=repo.host,
+                plain_http=repo.plain_http,
             )
         if flavour == "kustomize" and media_type == TAR_GZIP:
             return _kustomize_tgz(cv, access, where, blob_head)
@@ -369,40 +379,21 @@ def flux_source(
         raise ComponentError(
             where,
             f"access {raw} with mediaType {str(access.get('mediaType'))[:100]!r} cannot serve as a "
-            f"{'Helm chart' if flavour == 'helm' else 'Kustomize'} source for Flux",
+            f"{what} source for Flux",
         )
     raise ComponentError(
         where,
-        f"access type {raw[:100]!r} cannot serve as a "
-        f"{'Helm chart' if flavour == 'helm' else 'Kustomize'} "
-        "source for Flux",
+        f"access type {raw[:100]!r} cannot serve as a {what} source for Flux",
     )
 
 
-def _flux_from_reference(
-    resource: Resource, access: Mapping[str, Any], flavour: Flavour, where: str
-) -> FluxSource:
-    ref = parse_image_reference(access.get("imageReference"), where)
-    _check_consistent(ref, resource, where)
-    digest = ref.digest or _pin_digest(resource, where)
-    if not digest:
-        raise ComponentError(
-            where,
-            f"access imageReference {ref.written_repository} has no digest and the resource has "
-            "no SHA-256 "
-            "digest: a Flux source must be pinned by digest, never by tag",
-        )
-    if not ref.host:
-        raise ComponentError(
-            where, f"access imageReference {ref.written_repository} names no registry host"
-        )
-    return FluxSource(
-        url=f"oci://{ref.written_repository}",
-        digest=digest,
-        layer_media_type=HELM_CHART_LAYER if flavour == "helm" else FLUX_CONTENT_LAYER,
-        layer_operation="copy" if flavour == "helm" else "extract",
-        plain_http_host=ref.host,
-    )
+def _named_host(access: Mapping[str, Any]) -> str:
+    """The host an OCI access names, for messages (the reference's first segment)."""
+    ref = access.get("imageReference")
+    if not isinstance(ref, str):
+        return "an unnamed location"
+    body = ref.strip().split("://", 1)[-1]
+    return repr(body.split("/", 1)[0][:100])
 
 
 def _kustomize_tgz(
@@ -453,5 +444,6 @@ def _kustomize_tgz(
         digest=cv.descriptor_digest,
         layer_media_type=TAR_GZIP,
         layer_operation="extract",
-        plain_http_host=repo.host,
+        host=repo.host,
+        plain_http=repo.plain_http,
     )
