@@ -22,6 +22,7 @@ from typing import Any
 from function.api.claim import Spec
 from function.api.policy import Policy
 from function.cache import Cache, unrepeatable
+from function.compose import fetchhosts
 from function.compose.admission import oci_repository_reference
 from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
 from function.ocm.fetch import load_resources, resolve_version
@@ -183,6 +184,9 @@ class SourceFactory:
             )
             cv = await source.get(spec.component.name, version)
             deployable, configdata = select_resources(spec, cv)
+            # Refused before anything is fetched: a location off the allowlist (the core
+            # checks again, for callers that bring their own LoadedComponent).
+            fetchhosts.check(policy, (deployable, configdata), f"component {cv.name}:{cv.version}")
             mirror = self._mirror(policy, repository, base_dir)
             # Everything load_resources returns is a pure function of the descriptor manifest
             # (content-addressed: it names every blob by digest) and of the selection, so it is

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from function.cache import memo
-from function.errors import ComponentError
+from function.errors import ComponentError, SackError
 from function.ocm.access import LOCAL_BLOB, normalize_access_type
 from function.ocm.archive import extract_archive, helm_chart_files
 from function.ocm.layout import (
@@ -162,6 +162,20 @@ def select(
     return find_by_type(cv.descriptor, *types, where=where)
 
 
+async def _blob(
+    source: ComponentSource, cv: ComponentVersion, ref: str, mt: str, where: str
+) -> bytes:
+    """``source.blob``, its errors naming the resource (``where``) the blob belongs to: a
+    hostile ``localReference`` is refused by the storage, which knows only the component.
+    """
+    try:
+        return await source.blob(cv, ref, mt)
+    except SackError as e:
+        if e.where.startswith(where):
+            raise
+        raise type(e)(where, e.message, reason=e.reason) from None
+
+
 def _local_blob(res: Resource, where: str) -> tuple[str, str]:
     """``(localReference, mediaType)`` of a localBlob resource, or a ComponentError."""
     raw = str(res.access.get("type", ""))
@@ -181,7 +195,7 @@ async def _manifest_layer(
     source: ComponentSource, cv: ComponentVersion, ref: str, mt: str, layer_mt: str, where: str
 ) -> bytes:
     """The single layer of media type ``layer_mt`` of the child manifest ``ref``."""
-    data = await source.blob(cv, ref, mt)
+    data = await _blob(source, cv, ref, mt, where)
     try:
         manifest = json.loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError):
@@ -201,7 +215,7 @@ async def _manifest_layer(
     digest = hits[0].get("digest")
     if not isinstance(digest, str):
         raise ComponentError(where, f"manifest {ref}: layer {layer_mt} has no digest")
-    return await source.blob(cv, digest, layer_mt)
+    return await _blob(source, cv, digest, layer_mt, where)
 
 
 async def fetch_deployable(
@@ -230,7 +244,7 @@ async def fetch_deployable(
             layer = await _manifest_layer(source, cv, ref, mt, FLUX_CONTENT_LAYER, where)
             return extract_archive(layer, where, require_gzip=True), layer[:HEAD_BYTES]
         if media in (TAR_GZIP, TAR_PLAIN):
-            data = await source.blob(cv, ref, mt)
+            data = await _blob(source, cv, ref, mt, where)
             return extract_archive(data, where, require_gzip=media == TAR_GZIP), data[:HEAD_BYTES]
         raise ComponentError(
             where, f"Kustomize content with mediaType {mt[:100]!r} is not supported"
@@ -253,7 +267,7 @@ async def fetch_file(
     ref, mt = _local_blob(res, where)
     if bare(mt) in MANIFEST_TYPES:
         raise ComponentError(where, f"mediaType {mt[:100]!r} is an OCI artifact, not a file")
-    data = await source.blob(cv, ref, mt)
+    data = await _blob(source, cv, ref, mt, where)
     if len(data) > max_bytes:
         raise ComponentError(where, f"is {len(data)} bytes, more than the {max_bytes} byte limit")
     return data

@@ -16,6 +16,8 @@ its own answer. What they enforce is the contract in docs/security.md:
   overwrote an object would drop it);
 - no registry credential is keyed to a host the policy did not name for it, and no image
   comes from a host outside the image allowlist;
+- what Flux and the OCM controller fetch (the OCIRepository, the OCM Repository) lies on
+  ``registries[]``, with that exact host's TLS settings (issue 31);
 - every remote key is plain ASCII under an allowed prefix;
 - names fit their Kubernetes limits, carry the claim's full identity, and across renders no
   object identity is claimed by two different claims (a :class:`Ledger`).
@@ -190,6 +192,36 @@ def _image_host(reference: str) -> str:
     ):
         return "docker.io"
     return first.lower()
+
+
+def check_fetch_hosts(resources: Iterable[Mapping[str, Any]], policy: Mapping[str, Any]) -> None:
+    """What Flux and the OCM controller fetch lies on the component allowlist, with that exact
+    host's TLS settings (issue 31): the OCIRepository's URL, ``insecure`` only for a host the
+    policy marks plainHTTP, its ``certSecretRef`` the host's; the OCM Repository's base URL.
+    """
+    registries = {r["host"].lower(): r for r in policy.get("registries") or []}
+    for o in resources:
+        if o["kind"] == "OCIRepository":
+            spec = o["spec"]
+            url = spec["url"]
+            assert url.startswith("oci://"), url
+            host = url[len("oci://") :].split("/", 1)[0].lower()
+            entry = registries.get(host)
+            assert entry is not None, f"OCIRepository fetches from {host}, outside registries[]"
+            if spec.get("insecure"):
+                assert entry.get("plainHTTP"), f"insecure to {host}, which is not plainHTTP"
+            cert = (spec.get("certSecretRef") or {}).get("name")
+            assert cert == (None if spec.get("insecure") else entry.get("certSecretName")), (
+                f"OCIRepository certSecretRef {cert} for {host}"
+            )
+            assert "digest" in spec["ref"] and set(spec["ref"]) == {"digest"}, spec["ref"]
+        if o["kind"] == "Repository" and o["apiVersion"].startswith("delivery.ocm.software/"):
+            base = o["spec"]["repositorySpec"]["baseUrl"]
+            scheme, _, rest = base.partition("://")
+            host = rest.split("/", 1)[0].lower()
+            entry = registries.get(host)
+            assert entry is not None, f"OCM Repository fetches from {host}, outside registries[]"
+            assert scheme == "https" or entry.get("plainHTTP"), f"plain HTTP to {host}"
 
 
 def check_render(
@@ -400,6 +432,7 @@ def check_render(
     for img in status.get("images") or []:
         host = _image_host(img["reference"])
         assert host in image_hosts, f"image {img['resource']} comes from {host}, outside the policy"
+    check_fetch_hosts(resources, policy)
 
     # -- remote keys: plain ASCII, whole segments under an allowed prefix.
     stores = {
