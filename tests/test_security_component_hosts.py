@@ -47,6 +47,7 @@ from support.settle import converge
 
 from function.cache import Cache
 from function.cli import main as cli_main
+from function.compose import selfcontained
 from function.fn import FunctionRunner
 from function.render import Rendered, load_docs, render
 from function.sources import SourceFactory
@@ -494,6 +495,52 @@ def test_kustomize_local_references_render(tmp_path: Path) -> None:
     }
     xr, policy = claim(hostile(tmp_path / "ctf", kustomize=files), "kustomize")
     settled(xr, policy)
+
+
+@pytest.mark.parametrize(
+    "entry,remote",
+    [
+        ("https://evil.example.com/x.yaml", True),
+        ("git::https://evil.example.com/repo.git", True),
+        ("ssh://git@evil.example.com/repo", True),
+        ("git@github.com:org/repo.git", True),
+        ("github.com/org/repo/base?ref=v1", True),
+        ("example.com/org/repo//base", True),
+        ("deployment.yaml", False),
+        ("./base", False),
+        ("../base", False),
+    ],
+)
+def test_remote_forms(entry: str, remote: bool) -> None:
+    assert selfcontained.is_remote(entry) is remote
+
+
+def test_a_path_without_a_kustomization_checks_every_nested_one() -> None:
+    """kustomize-controller generates a kustomization over such a directory and takes in every
+    subdirectory that has one, so each is checked."""
+    files = {
+        "app/deployment.yaml": b"kind: Deployment\n",
+        "app/extra/kustomization.yaml": b"resources:\n  - https://evil.example.com/x.yaml\n",
+        "other/kustomization.yaml": b"resources:\n  - https://elsewhere.example.com/y.yaml\n",
+    }
+    problems = selfcontained.kustomize_problems(files, "./app")
+    assert [(p.file, p.entry) for p in problems] == [
+        ("app/extra/kustomization.yaml", "resources[0]")
+    ]
+    everything = selfcontained.kustomize_problems(files, None)  # sack8s check: every root
+    assert {p.file for p in everything} == {
+        "app/extra/kustomization.yaml",
+        "other/kustomization.yaml",
+    }
+
+
+def test_kustomization_cycles_terminate() -> None:
+    files = {
+        "kustomization.yaml": b"resources:\n  - a\n",
+        "a/kustomization.yaml": b"resources:\n  - ../b\n",
+        "b/kustomization.yaml": b"resources:\n  - ../a\n",
+    }
+    assert selfcontained.kustomize_problems(files, "./") == []
 
 
 # -- filesystem: Helm dependencies -------------------------------------------------------------

@@ -230,7 +230,19 @@ def kustomize_problems(files: Mapping[str, bytes], path: str | None = None) -> l
     else:
         directory = _resolve("", path.strip() or ".")
         found = _kustomization_in(files, directory) if directory is not None else None
-        roots = [found] if found else []  # none: Flux generates one over the files
+        if directory is None:
+            roots = []  # admission refuses such a deploy.path before this runs
+        elif found:
+            roots = [found]
+        else:
+            # None there: kustomize-controller generates one over the directory, taking in
+            # every subdirectory that has a kustomization, so each of those is a root.
+            prefix = f"{directory}/" if directory else ""
+            roots = sorted(
+                f
+                for f in files
+                if f.startswith(prefix) and posixpath.basename(f) in KUSTOMIZATION_FILES
+            )
     for kfile in roots:
         walker.walk(kfile)
     return walker.problems
