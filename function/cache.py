@@ -286,6 +286,7 @@ _SHARES = {
     "versions": 8,  # sticky version choices, by (tag list, constraint, previous)
     "digests": 32,  # content digests of immutable inputs, by object identity
     "images": 4,  # image tables, by (descriptor manifest digest, repository, unpinned policy)
+    "selfcontained": 1,  # remote references found in a deployable, by its files' digest
 }
 _ENTRIES = {
     "configdata": 1024,

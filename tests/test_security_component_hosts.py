@@ -399,6 +399,34 @@ def test_the_flux_source_never_carries_a_tag(tmp_path: Path) -> None:
     assert set(src["ref"]) == {"digest"} and src["ref"]["digest"].startswith("sha256:")
 
 
+@pytest.mark.parametrize("field,value", [("name", "acme.org/sack8s/other"), ("version", "9.9.9")])
+def test_a_descriptor_stored_under_another_identity_is_refused(
+    tmp_path: Path, field: str, value: str
+) -> None:
+    """The OCM Component names what the claim resolved; a descriptor cannot rename it."""
+
+    def edit(descriptor: dict[str, Any]) -> None:
+        descriptor["component"][field] = value
+
+    xr, policy = claim(hostile(tmp_path / "ctf", edit=edit))
+    refused(run(xr, policy), value)
+
+
+def test_repository_contexts_in_the_descriptor_are_ignored(tmp_path: Path) -> None:
+    """Where the component says it was stored never reaches the OCM Repository."""
+
+    def edit(descriptor: dict[str, Any]) -> None:
+        descriptor["component"]["repositoryContexts"] = [
+            {"type": "OCIRegistry", "baseUrl": f"http://{METADATA}", "subPath": "latest"}
+        ]
+
+    xr, policy = claim(hostile(tmp_path / "ctf", edit=edit))
+    out = settled(xr, policy)
+    spec = by_kind(out, "Repository")["spec"]["repositorySpec"]
+    assert spec == {"type": "OCIRegistry", "baseUrl": "http://127.0.0.1:5000", "subPath": "source"}
+    assert METADATA not in json.dumps(out.resources)
+
+
 # -- filesystem: Kustomize ---------------------------------------------------------------------
 
 KUSTOMIZATION = (

@@ -76,7 +76,7 @@ def _locations(access: Mapping[str, Any], field: str, depth: int) -> Iterator[tu
         name = _REFERENCE_FIELDS[kind]
         ref = access.get(name)
         if not isinstance(ref, str) or not ref.strip():
-            raise ValueError(f"{field} ({raw}) names no {name}")
+            raise ValueError(f"{field} ({str(raw)[:60]}) names no {name}")
         yield f"{field}.{name}", ref
     else:
         urls = list(_urls(access))

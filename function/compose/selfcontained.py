@@ -26,8 +26,10 @@ import posixpath
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Literal
 
+from function.cache import active_memos, files_digest, memo
 from function.errors import ComponentError, SackError
 from function.yamlio import load_one
 
@@ -317,9 +319,29 @@ def problems(flavour: Flavour, files: Mapping[str, bytes], path: str | None) -> 
     return helm_problems(files) if flavour == "helm" else kustomize_problems(files, path)
 
 
+def _memoised(flavour: Flavour, files: Mapping[str, bytes], path: str | None) -> list[Problem]:
+    """:func:`problems`, remembered by the files' content digest (hashed once per files
+    *object*, which the storage cache hands every warm request; the ConfigData engine's memo
+    shares that digest), so a warm reconcile does not parse the kustomizations or Chart.yaml
+    again.
+    """
+    memos = active_memos()
+    if memos is None or not (
+        isinstance(files, MappingProxyType) and all(type(v) is bytes for v in files.values())
+    ):
+        return problems(flavour, files, path)
+    key = (flavour, path, memos.digest_of(files, files_digest))
+    return memo(
+        "selfcontained",
+        key,
+        lambda: problems(flavour, files, path),
+        lambda found: 200 + sum(len(p.text()) + 100 for p in found),
+    )
+
+
 def check(flavour: Flavour, files: Mapping[str, bytes], path: str | None, where: str) -> None:
     """One ComponentError naming the first file and entry that leave the deployable."""
-    found = problems(flavour, files, path)
+    found = _memoised(flavour, files, path)
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise ComponentError(
