@@ -562,6 +562,23 @@ def test_a_path_without_a_kustomization_checks_every_nested_one() -> None:
     }
 
 
+def test_inline_entries() -> None:
+    """An inline patch is data (a URL in an annotation is fine); an inline plugin
+    configuration naming a URL is refused, naming the entry."""
+    files = {
+        "kustomization.yaml": (
+            b"patchesStrategicMerge:\n"
+            b"  - |\n    apiVersion: apps/v1\n    kind: Deployment\n"
+            b"    metadata: {name: x, annotations: {docs: 'https://example.com'}}\n"
+            b"generators:\n"
+            b"  - |\n    apiVersion: builtin\n    kind: HelmChartInflationGenerator\n"
+            b"    metadata: {name: x}\n    repo: https://charts.evil.example.com\n"
+        )
+    }
+    found = selfcontained.kustomize_problems(files, "./")
+    assert [(p.file, p.entry) for p in found] == [("kustomization.yaml", "generators[0]")]
+
+
 def test_kustomization_cycles_terminate() -> None:
     files = {
         "kustomization.yaml": b"resources:\n  - a\n",

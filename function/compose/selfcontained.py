@@ -45,6 +45,8 @@ _FILE_FIELDS = (
     "validators",
     "patchesStrategicMerge",
 )
+#: Fields whose inline entries configure a plugin (which could fetch what a URL names).
+_PLUGIN_FIELDS = ("generators", "transformers", "validators")
 #: Fields holding a list of objects with a ``path`` to a file.
 _PATH_OBJECT_FIELDS = ("patches", "patchesJson6902", "replacements")
 _GENERATORS = ("configMapGenerator", "secretGenerator", "helmChartInflationGenerator")
@@ -79,6 +81,12 @@ def is_remote(text: str) -> bool:
         or low.startswith(_KNOWN_HOSTS)
         or "//" in t.strip("/")
     )
+
+
+def _inline(entry: str) -> bool:
+    """A YAML or JSON document written in the entry itself, not a file name."""
+    t = entry.strip()
+    return "\n" in t or t.startswith(("{", "[")) or ": " in t
 
 
 def _short(text: str) -> str:
@@ -145,9 +153,11 @@ class _Kustomize:
                 self.path(kfile, f"{field}[{i}]", base, entry, directory_ok=True)
         for field in _FILE_FIELDS:
             for i, entry in enumerate(_strings(doc.get(field))):
-                if "\n" in entry:  # an inline patch or plugin config
-                    if is_remote(entry):
-                        self.add(kfile, f"{field}[{i}]", "inline configuration names a URL")
+                if _inline(entry):  # an inline patch (data) or plugin configuration
+                    if field in _PLUGIN_FIELDS and is_remote(entry):
+                        self.add(
+                            kfile, f"{field}[{i}]", "an inline plugin configuration names a URL"
+                        )
                     continue
                 self.path(kfile, f"{field}[{i}]", base, entry)
         for field in _PATH_OBJECT_FIELDS:
