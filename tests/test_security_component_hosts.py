@@ -135,7 +135,7 @@ def hostile(
             edit(descriptor)
         return new
 
-    return ctfedit._rewrite(dest, "6.2.0", change)
+    return ctfedit.rewritten(dest, change)
 
 
 def claim(ctf: Path, flavour: str = "helm") -> tuple[dict[str, Any], dict[str, Any]]:
@@ -291,19 +291,13 @@ def test_globalaccess_on_the_allowlist_is_not_followed(tmp_path: Path) -> None:
     out = settled(xr, policy)
     src = by_kind(out, "OCIRepository")["spec"]
     assert src["url"] == "oci://127.0.0.1:5000/source/component-descriptors/acme.org/sack8s/podinfo"
-    assert src["ref"] == {"digest": ctfedit_chart_reference(xr, policy)}
+    assert src["ref"] == {"digest": chart_reference(policy)}
     assert src["insecure"] is True  # the policy allows plain HTTP to 127.0.0.1:5000 only
 
 
-def ctfedit_chart_reference(xr: dict[str, Any], policy: dict[str, Any]) -> str:
+def chart_reference(policy: dict[str, Any]) -> str:
     """The chart's localReference in the component the mirror serves (read back, not assumed)."""
-    ctf = Path(policy["mirrors"][0]["path"])
-    index = json.loads((ctf / "artifact-index.json").read_text())
-    (entry,) = [a for a in index["artifacts"] if a.get("tag") == "6.2.0"]
-    top = ctfedit._get(ctf, entry["digest"])
-    (child,) = [m for m in top["manifests"] if m.get("artifactType")]
-    config = ctfedit._get(ctf, ctfedit._get(ctf, child["digest"])["config"]["digest"])
-    descriptor = ctfedit._get(ctf, config["componentDescriptorLayer"]["digest"])
+    descriptor = ctfedit.descriptor_of(Path(policy["mirrors"][0]["path"]))
     return _res(descriptor, "chart")["access"]["localReference"]
 
 

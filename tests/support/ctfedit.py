@@ -122,6 +122,24 @@ def with_access(
     return _rewrite(dest, version, edit)
 
 
+def rewritten(dest: Path, edit, version: str = "6.2.0") -> Path:
+    """``dest``: a copy of the bundled CTF whose ``version`` is changed by ``edit(ctf,
+    descriptor)``, which edits the descriptor in place, may write new blobs, and returns
+    ``{old digest: (new digest, size)}`` for the blobs it replaced (layers of the descriptor
+    manifest, children of the index); everything above is re-hashed.
+    """
+    return _rewrite(dest, version, edit)
+
+
+def descriptor_of(ctf: Path, version: str = "6.2.0") -> dict[str, Any]:
+    """The descriptor of ``version`` in the CTF at ``ctf``, found by walking from its tag."""
+    index = json.loads((ctf / "artifact-index.json").read_text())
+    (entry,) = [a for a in index["artifacts"] if a.get("tag") == version]
+    (child,) = [m for m in _get(ctf, entry["digest"])["manifests"] if m.get("artifactType")]
+    config = _get(ctf, _get(ctf, child["digest"])["config"]["digest"])
+    return _get(ctf, config["componentDescriptorLayer"]["digest"])
+
+
 def bundled_configdata(version: str = "6.2.0") -> str:
     """The bundled component's ConfigData text (the same for both versions), found by walking
     the CTF (its digests change whenever make-component.py rebuilds it).
