@@ -680,9 +680,11 @@ def test_check_reports_remote_references(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def hostile_registry(tmp_path_factory: pytest.TempPathFactory):
-    """Debian's docker-registry over TLS holding, under two bases, the bundled component and
-    the same component with a chart globalAccess to the metadata service."""
+    """Debian's docker-registry holding, under two bases, the bundled component and the same
+    component with a chart globalAccess to the metadata service: pushed over TLS (and served
+    so), and the same storage served over plain HTTP behind a counting proxy."""
     from support.ctfpush import push_ctf
+    from support.faultproxy import FaultProxy
     from support.oci_env import need_gardener_ocm, registry_bin
     from support.registry import RegistryServer
     from support.tlsca import make_pki
@@ -691,28 +693,38 @@ def hostile_registry(tmp_path_factory: pytest.TempPathFactory):
     binary = registry_bin()
     root = tmp_path_factory.mktemp("hostile-registry")
     pki = make_pki(root / "pki", name="sack8s hostile-component registry CA")
-    server = RegistryServer(
+    tls = RegistryServer(
         binary, root / "tls", tls_cert=pki.cert_file, tls_key=pki.key_file, ca_file=pki.ca_file
     ).start()
+    plain = proxy = None
     try:
-        push_ctf(hostile(root / "benign"), server.host, "benign", pki.ca_file)
+        push_ctf(hostile(root / "benign"), tls.host, "benign", pki.ca_file)
         access = {"type": "ociArtifact", "imageReference": f"{METADATA}/latest/meta-data@{DIGEST}"}
         push_ctf(
-            hostile(root / "evil", edit=_global("chart", access)), server.host, "evil", pki.ca_file
+            hostile(root / "evil", edit=_global("chart", access)), tls.host, "evil", pki.ca_file
         )
-        yield server, pki
+        plain = RegistryServer(binary, root / "plain", storage=tls.root).start()
+        proxy = FaultProxy("127.0.0.1", plain.port).start()
+        yield tls, pki, proxy, ctfedit.descriptor_of(root / "benign")
     finally:
-        server.stop()
+        if proxy is not None:
+            proxy.stop()
+        if plain is not None:
+            plain.stop()
+        tls.stop()
 
 
-def _registry_claim(server: Any, pki: Any, base: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _registry_claim(
+    host: str, base: str, *, ca: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     xr, policy = example()
     xr["spec"]["component"]["version"] = "6.2.0"
-    xr["spec"]["component"]["repository"] = f"oci::https://{server.host}/{base}"
+    scheme = "https" if ca else "http"
+    xr["spec"]["component"]["repository"] = f"oci::{scheme}://{host}/{base}"
     policy["mirrors"] = []
-    policy["registries"] = [
-        {"host": server.host, "caBundle": pki.ca_file.read_text(), "certSecretName": "reg-ca"}
-    ]
+    entry: dict[str, Any] = {"host": host}
+    entry.update({"caBundle": ca, "certSecretName": "reg-ca"} if ca else {"plainHTTP": True})
+    policy["registries"] = [entry]
     policy["imageRegistries"] = [{"host": "127.0.0.1:5000", "pullCredential": True}]
     return xr, policy
 
@@ -721,18 +733,41 @@ def _registry_claim(server: Any, pki: Any, base: str) -> tuple[dict[str, Any], d
 def test_registry_hostile_component_is_refused_and_the_benign_one_renders(
     hostile_registry: Any,
 ) -> None:
-    server, pki = hostile_registry
-    xr, policy = _registry_claim(server, pki, "evil")
+    tls, pki, _, _ = hostile_registry
+    ca = pki.ca_file.read_text()
+    xr, policy = _registry_claim(tls.host, "evil", ca=ca)
     refused(run(xr, policy), "resource chart", METADATA, "registries")
 
-    xr, policy = _registry_claim(server, pki, "benign")
+    xr, policy = _registry_claim(tls.host, "benign", ca=ca)
     out = settled(xr, policy)
     src = by_kind(out, "OCIRepository")["spec"]
-    assert src["url"] == (
-        f"oci://{server.host}/benign/component-descriptors/acme.org/sack8s/podinfo"
-    )
+    assert src["url"] == f"oci://{tls.host}/benign/component-descriptors/acme.org/sack8s/podinfo"
     assert "insecure" not in src and src["certSecretRef"] == {"name": "reg-ca"}
     # the same claim after the team re-published the hostile version: refused, not redirected
     evil = copy.deepcopy(xr)
-    evil["spec"]["component"]["repository"] = f"oci::https://{server.host}/evil"
+    evil["spec"]["component"]["repository"] = f"oci::https://{tls.host}/evil"
     refused(run(evil, policy), "resource chart", METADATA)
+
+
+@pytest.mark.registry
+def test_registry_refusal_fetches_none_of_the_component_content(hostile_registry: Any) -> None:
+    """Refused on the descriptor alone: neither the chart nor the ConfigData is read from the
+    registry. The control (the benign component, the same blobs, through the same counting
+    proxy) reads both, so the assertion can fail."""
+    _, _, proxy, descriptor = hostile_registry
+    blobs = {_res(descriptor, name)["access"]["localReference"] for name in ("chart", "config")}
+
+    def fetched() -> set[str]:
+        return {r.path.rsplit("/", 1)[1] for r in proxy.requests} & blobs
+
+    proxy.clear()
+    xr, policy = _registry_claim(proxy.host, "benign")
+    out = run(xr, policy)
+    assert out.fatal is None, out.fatal.message
+    assert fetched() == blobs
+
+    proxy.clear()
+    xr, policy = _registry_claim(proxy.host, "evil")
+    refused(run(xr, policy), "resource chart", METADATA)
+    assert proxy.requests, "the descriptor was read through the proxy"
+    assert fetched() == set()
