@@ -93,9 +93,16 @@ def _short(text: str) -> str:
     return repr(text[:120] + ("..." if len(text) > 120 else ""))
 
 
-def _is_dir(files: Mapping[str, bytes], path: str) -> bool:
-    prefix = "" if path in ("", ".") else path.rstrip("/") + "/"
-    return any(f.startswith(prefix) for f in files)
+def _directories(files: Mapping[str, bytes]) -> frozenset[str]:
+    """Every directory the file paths imply (``""`` for the root), computed once per walk so
+    each entry is one lookup, however many entries and files a hostile deployable has.
+    """
+    dirs = {""}
+    for f in files:
+        parts = f.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            dirs.add("/".join(parts[:i]))
+    return frozenset(dirs)
 
 
 def _resolve(base: str, entry: str) -> str | None:
@@ -130,6 +137,7 @@ class _Kustomize:
 
     def __init__(self, files: Mapping[str, bytes]) -> None:
         self.files = files
+        self.dirs = _directories(files)
         self.problems: list[Problem] = []
         self.seen: set[str] = set()
 
@@ -219,7 +227,7 @@ class _Kustomize:
             return
         if target in self.files:
             return
-        if directory_ok and _is_dir(self.files, target):
+        if directory_ok and target in self.dirs:
             nested = _kustomization_in(self.files, target)
             if nested is not None:
                 self.walk(nested)
@@ -260,12 +268,26 @@ def kustomize_problems(files: Mapping[str, bytes], path: str | None = None) -> l
     return walker.problems
 
 
-def _vendored(files: Mapping[str, bytes], chart_root: str, name: str) -> bool:
-    charts = f"{chart_root}/charts" if chart_root else "charts"
-    if f"{charts}/{name}/Chart.yaml" in files:
-        return True
-    prefix = f"{charts}/{name}-"
-    return any(f.startswith(prefix) and f.endswith(".tgz") for f in files)
+def _vendored(files: Mapping[str, bytes], archives: frozenset[str], root: str, name: str) -> bool:
+    """``name`` is in the chart's ``charts/``: as a directory, or as ``<name>-<version>.tgz``
+    (``archives``: every ``.tgz`` path without its version, computed once per chart).
+    """
+    charts = f"{root}/charts" if root else "charts"
+    return f"{charts}/{name}/Chart.yaml" in files or f"{charts}/{name}" in archives
+
+
+def _archives(files: Mapping[str, bytes]) -> frozenset[str]:
+    """``charts/<name>`` for every ``charts/<name>-<version>.tgz`` (every split at a ``-``,
+    since both names and versions may contain one).
+    """
+    out = set()
+    for f in files:
+        if f.endswith(".tgz") and "/charts/" in f"/{f}":
+            stem = f[: -len(".tgz")]
+            for i, c in enumerate(stem):
+                if c == "-":
+                    out.add(stem[:i])
+    return frozenset(out)
 
 
 def _chart_dependencies(files: Mapping[str, bytes], root: str) -> Iterator[tuple[str, int, Any]]:
@@ -294,6 +316,7 @@ def _chart_dependencies(files: Mapping[str, bytes], root: str) -> Iterator[tuple
 def helm_problems(files: Mapping[str, bytes]) -> list[Problem]:
     """Problems of the chart's dependencies and of every vendored subchart directory's."""
     problems: list[Problem] = []
+    archives = _archives(files)
     subcharts = (f for f in files if f.startswith("charts/") and f.endswith("/Chart.yaml"))
     roots = ["", *sorted(posixpath.dirname(f) for f in subcharts)]
     for root in roots[:MAX_KUSTOMIZATIONS]:
@@ -311,7 +334,7 @@ def helm_problems(files: Mapping[str, bytes]) -> list[Problem]:
                         Problem(file, entry, f"repository {_short(repo)} points outside the chart")
                     )
                 continue
-            if not repo or (isinstance(name, str) and _vendored(files, root, name)):
+            if not repo or (isinstance(name, str) and _vendored(files, archives, root, name)):
                 continue
             problems.append(
                 Problem(
