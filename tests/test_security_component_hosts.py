@@ -30,6 +30,7 @@ import gzip
 import hashlib
 import io
 import json
+import posixpath
 import tarfile
 import time
 from collections.abc import Callable
@@ -40,6 +41,8 @@ import pytest
 from click.testing import CliRunner
 from crossplane.function import logging as sdklogging
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis_profiles import REPO, example
 from support import ctfedit, example_component
 from support.invariants import check_render
@@ -591,6 +594,43 @@ def test_many_entries_and_files_stay_cheap() -> None:
     assert selfcontained.helm_problems(chart) == []
     spent = time.process_time() - started
     assert spent < CPU_SECONDS, f"{spent:.1f} s of CPU"
+
+
+_ENTRY = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(["deployment.yaml", "./configmap.yaml", "base", "../x", "/etc/passwd"]),
+    st.builds(
+        "{}{}{}".format,
+        st.sampled_from(["https://", "git@", "github.com/", "ssh://", "", "../", "/"]),
+        st.text(alphabet="abc./-_?=:@", max_size=20),
+        st.sampled_from(["", "?ref=v1", "//sub", ".git"]),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    entries=st.lists(_ENTRY, max_size=6),
+    field=st.sampled_from(["resources", "bases", "components", "crds", "transformers"]),
+)
+def test_every_entry_is_inside_or_reported(entries: list[str], field: str) -> None:
+    """Whatever an entry says, the walk answers with data (never an exception), and an entry
+    that is remote, absolute or leaves the deployable is always reported, by index."""
+    files = {
+        "deployment.yaml": b"kind: Deployment\n",
+        "configmap.yaml": b"kind: ConfigMap\n",
+        "base/kustomization.yaml": b"resources: []\n",
+    }
+    doc = json.dumps({field: entries})
+    found = selfcontained.kustomize_problems({**files, "kustomization.yaml": doc.encode()}, "./")
+    reported = {p.entry for p in found if p.file == "kustomization.yaml"}
+    for i, entry in enumerate(entries):
+        inline = field == "transformers" and (
+            "\n" in entry.strip() or entry.strip().startswith(("{", "[")) or ": " in entry
+        )
+        leaves = entry.startswith("/") or posixpath.normpath(entry or ".").startswith("..")
+        if (selfcontained.is_remote(entry) or leaves) and not inline:
+            assert f"{field}[{i}]" in reported, (entry, found)
 
 
 def test_kustomization_cycles_terminate() -> None:
