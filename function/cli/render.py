@@ -64,6 +64,12 @@ def _one(path: str, what: str) -> dict:
     is_flag=True,
     help="Print a Mermaid diagram of the composed objects instead of the YAML stream.",
 )
+@click.option(
+    "--skip-digest-check",
+    is_flag=True,
+    help="Use the component's blobs without checking them against the resource digests (a "
+    "Warning per resource; for tests only, never what the function does in a cluster).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
 def render_cmd(
     xr_file,
@@ -75,6 +81,7 @@ def render_cmd(
     function_credentials,
     include_results,
     graph,
+    skip_digest_check,
     verbose,
 ) -> None:
     """Print the desired composed resources as a YAML stream (exit 1 with the Fatal message on
@@ -97,6 +104,7 @@ def render_cmd(
         render,
         step_credentials,
     )
+    from function.sources import SourceFactory
 
     sdklogging.configure(sdklogging.Level.DEBUG if verbose else sdklogging.Level.DISABLED)
     try:
@@ -131,7 +139,7 @@ def render_cmd(
                 observed=load_docs(observed),
                 required=load_docs(required_resources),
                 credentials=secrets,
-                runner=FunctionRunner(),
+                runner=FunctionRunner(sources=SourceFactory(verify_digests=not skip_digest_check)),
             )
         )
     except SackError as e:
