@@ -75,7 +75,7 @@ class DigestMismatch(ComponentError):
     declared digest, or the digest a blob is stored or referenced under (tampered content).
     """
 
-    reason = "ResourceDigestMismatch"
+    reason = "DigestMismatch"
 
 
 class SourceUnavailable(ComponentError):
