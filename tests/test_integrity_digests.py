@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import need_path
 from crossplane.function import logging as sdklogging
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from hypothesis_profiles import REPO, example, observed_helm
@@ -311,6 +312,20 @@ def test_inspect_shows_each_check_and_fails_on_the_tampered_one(
         "--skip-digest-check",
     )  # fmt: skip
     assert r.exit_code == 0, r.stderr
+
+
+def test_what_the_ocm_cli_writes_verifies(fixtures_dir: Path) -> None:
+    """OCM CLI v0.9.1's own CTF: every localBlob's genericBlobDigest/v1 checks out (the chart's
+    is its manifest digest), so real components are not refused."""
+    ctf = need_path(fixtures_dir / "ctf", "OCM CLI fixture CTF", "SACK8S_FIXTURES")
+    for version in ("6.2.0", "6.3.0"):
+        r = cli("inspect", f"{ctf}//{COMPONENT}:{version}", "--json")
+        assert r.exit_code == 0, r.stderr
+        checks = {x["name"]: x["digestCheck"] for x in json.loads(r.stdout)["resources"]}
+        assert checks.pop("image").startswith("not read by the function"), checks
+        assert sorted(checks) == ["chart", "config", "manifests", "manifests-gz"]
+        for name, c in checks.items():
+            assert c.startswith("verified (SHA-256 genericBlobDigest/v1 "), (name, c)
 
 
 def test_inspect_of_the_bundled_component_verifies_every_blob() -> None:
