@@ -233,6 +233,8 @@ def test_no_digest_and_excluded_digest_are_missing_and_the_policy_decides() -> N
         for i, r in enumerate((bare, excluded))
     }
     assert {c.status for c in checks.values()} == {"missing"}
+    for half in (_res("NO-DIGEST", "", "NO-DIGEST"), _res("x", "Exclude-From-Signature", "")):
+        assert digests.check("w", half, b"x", "application/yaml").status == "missing"
     with pytest.raises(ComponentError, match=r"source\.requireDigests"):
         digests.enforce(checks, "component c:1", require=True)
     warned = digests.enforce(checks, "component c:1", require=False)

@@ -87,7 +87,8 @@ def _missing_reason(resource: Resource) -> str | None:
     d = resource.digest
     if d is None:
         return "the resource declares no digest"
-    if hash_name(d.hash_algorithm) in EXCLUDED or d.normalisation_algorithm.lower() in EXCLUDED:
+    names = {d.hash_algorithm.strip().lower(), d.normalisation_algorithm.strip().lower()}
+    if names & set(EXCLUDED):
         return (
             f"the resource's digest is {d.hash_algorithm}/{d.normalisation_algorithm} (excluded "
             "from signatures)"
