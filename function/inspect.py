@@ -87,7 +87,12 @@ def pinning(cv: ComponentVersion, resource: Resource) -> dict[str, Any]:
         if isinstance(ref, str) and ref.startswith("sha256:"):
             out = {"pinned": True, "by": "by its content digest (localBlob)"}
         else:
-            out = {"pinned": False, "by": "a named blob: no digest to verify it against"}
+            out = {
+                "pinned": False,
+                "by": "a named blob: only its resource digest verifies it"
+                if resource.digest is not None
+                else "a named blob: no digest to verify it against",
+            }
         if cv.repository is not None and resource.type in ("ociImage", "ociArtifact"):
             try:
                 out["reference"] = localized_reference(cv, resource)
