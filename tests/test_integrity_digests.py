@@ -293,6 +293,46 @@ def test_tampered_blob_in_a_ctf_is_refused_by_name(tmp_path: Path, resource: str
         )
 
 
+def with_digest(dest: Path, resource: str, **fields: str) -> Path:
+    """A copy of the bundled CTF whose ``resource`` declares its digest with other fields."""
+
+    def edit(ctf: Path, descriptor: dict[str, Any]) -> dict[str, tuple[str, int]]:
+        ctfedit._resource(descriptor, resource)["digest"].update(fields)
+        return {}
+
+    return ctfedit._rewrite(dest, "6.2.0", edit)
+
+
+def test_oci_artifact_digest_of_the_chart_verifies_and_other_algorithms_are_named(
+    tmp_path: Path,
+) -> None:
+    # ociArtifactDigest/v1 is the chart manifest's digest: the same value, another name
+    ctf = with_digest(tmp_path / "a", "chart", normalisationAlgorithm="ociArtifactDigest/v1")
+    xr, policy = xr_and_policy(XR_HELM, ctf)
+    out = run(xr, policy, observed=observed_helm())
+    assert out.fatal is None, out.fatal.message
+    ctf = with_digest(tmp_path / "b", "chart", hashAlgorithm="sha256")  # as older tools spell it
+    xr, policy = xr_and_policy(XR_HELM, ctf)
+    assert run(xr, policy, observed=observed_helm()).fatal is None
+    # ... but not for a tar, which is no OCI artifact; and an unknown algorithm is named
+    ctf = with_digest(tmp_path / "c", "manifests-gz", normalisationAlgorithm="ociArtifactDigest/v1")
+    xr, policy = xr_and_policy(XR_KUSTOMIZE, ctf)
+    one_fatal(
+        run(xr, policy),
+        f"component {COMPONENT}:6.2.0 resource manifests-gz: ",
+        "ociArtifactDigest/v1 is the digest of an OCI artifact's manifest",
+        reason="ComponentError",
+    )
+    ctf = with_digest(tmp_path / "d", "config", normalisationAlgorithm="jsonNormalisation/v1")
+    xr, policy = xr_and_policy(XR_HELM, ctf)
+    one_fatal(
+        run(xr, policy),
+        f"component {COMPONENT}:6.2.0 resource config: ",
+        "normalisationAlgorithm 'jsonNormalisation/v1' is not supported",
+        reason="ComponentError",
+    )
+
+
 @pytest.mark.parametrize("resource", sorted(BLOBS))
 def test_inspect_shows_each_check_and_fails_on_the_tampered_one(
     tmp_path: Path, resource: str
