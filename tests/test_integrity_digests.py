@@ -399,6 +399,17 @@ def test_localize_and_mutate_refuse_a_tampered_component(tmp_path: Path, resourc
         assert "resource digests not checked (--skip-digest-check" in r.stderr
 
 
+def test_check_reports_a_tampered_deployable_as_an_error(tmp_path: Path) -> None:
+    ctf = relink(tmp_path / "ctf", "chart")
+    cd = tmp_path / "cd.yaml"
+    cd.write_text(ctfedit.bundled_configdata())
+    r = cli("check", "--config-data", str(cd), "--component", f"{ctf}//{COMPONENT}:6.2.0")
+    assert r.exit_code == 1, r.stdout
+    (line,) = [x for x in r.stdout.splitlines() if "resource chart" in x]
+    assert line.startswith("error: component: -: -: resource chart cannot be read"), line
+    assert "digest mismatch" in line
+
+
 # -- a component directory -----------------------------------------------------------------------
 
 
