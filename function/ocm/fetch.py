@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from function.cache import memo
-from function.errors import ComponentError
+from function.errors import ComponentError, SackError
 from function.ocm import digests
 from function.ocm.access import LOCAL_BLOB, normalize_access_type
 from function.ocm.archive import extract_archive, helm_chart_files
@@ -197,10 +197,14 @@ def _local_blob(res: Resource, where: str) -> tuple[str, str]:
 async def _blob(
     source: ComponentSource, cv: ComponentVersion, ref: str, mt: str, where: str
 ) -> bytes:
-    """``source.blob``, its errors naming the resource it was read for."""
+    """``source.blob``, its errors naming the resource (``where``) the blob belongs to: a
+    hostile ``localReference`` is refused by the storage, which knows only the component.
+    """
     try:
         return await source.blob(cv, ref, mt)
-    except ComponentError as e:
+    except SackError as e:
+        if e.where.startswith(where):
+            raise
         raise type(e)(where, e.message, reason=e.reason) from None
 
 
