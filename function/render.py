@@ -273,3 +273,76 @@ def _resource(doc: Mapping[str, Any]) -> fnv1.Resource:
     r = fnv1.Resource()
     sdkresource.update(r, dict(doc))
     return r
+
+
+ANNOTATION_COMPOSITE = "crossplane.io/composite"
+CLAIM_LABELS = ("crossplane.io/claim-name", "crossplane.io/claim-namespace")
+
+
+def composed_metadata(
+    xr: Mapping[str, Any], resources: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The composed objects with the metadata Crossplane (and ``crossplane render``) adds.
+
+    As crank v2.2.4's ``SetComposedResourceMetadata``: ``generateName`` ``<xr>-`` when the
+    object has no name, the XR's namespace for a namespaced XR, the ``crossplane.io/composite``
+    label (the XR's own composite label for a nested XR), the claim labels, and the XR as
+    controller owner (``uid`` empty: the XR is not stored anywhere). The function never sets
+    these itself: Crossplane does, on every composed object.
+    """
+    meta = xr.get("metadata") or {}
+    xr_labels = meta.get("labels") or {}
+    prefix = xr_labels.get(ANNOTATION_COMPOSITE) or meta.get("name", "")
+    claim = (xr.get("spec") or {}).get("claimRef") or {}
+    if all(xr_labels.get(k) for k in CLAIM_LABELS):
+        claim_labels = {k: xr_labels[k] for k in CLAIM_LABELS}
+    elif claim:
+        claim_labels = {
+            "crossplane.io/claim-namespace": claim.get("namespace", ""),
+            "crossplane.io/claim-name": claim.get("name", ""),
+        }
+    else:
+        claim_labels = {}
+    owner = {
+        "apiVersion": xr.get("apiVersion"),
+        "kind": xr.get("kind"),
+        "name": meta.get("name", ""),
+        "uid": str(meta.get("uid", "")),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    out = []
+    for obj in resources:
+        o = dict(obj)
+        m = dict(o.get("metadata") or {})
+        if not m.get("name") and not m.get("generateName"):
+            m["generateName"] = f"{prefix}-"
+        if meta.get("namespace"):
+            m["namespace"] = meta["namespace"]
+        m["labels"] = {**(m.get("labels") or {}), ANNOTATION_COMPOSITE: prefix, **claim_labels}
+        refs = [
+            r
+            for r in m.get("ownerReferences") or []
+            if not (isinstance(r, Mapping) and r.get("controller"))
+        ]
+        m["ownerReferences"] = [*refs, owner]
+        o["metadata"] = m
+        out.append(o)
+    return out
+
+
+def result_documents(results: Iterable[fnv1.Result], step: str) -> list[dict[str, Any]]:
+    """Warning and Normal results as ``crossplane render -r`` prints them (crank v2.2.4)."""
+    from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+    return [
+        {
+            "apiVersion": "render.crossplane.io/v1beta1",
+            "kind": "Result",
+            "step": step,
+            "severity": fnv1.Severity.Name(r.severity),
+            "message": r.message,
+        }
+        for r in results
+        if r.severity != fnv1.SEVERITY_FATAL
+    ]
