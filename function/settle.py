@@ -12,7 +12,8 @@ What each controller reports (the fields the function reads, nothing more):
 * Namespaces ``status.phase: Active``; ServiceAccounts, Roles, RoleBindings just exist (no
   Ready condition, as in a cluster).
 * Everything else (ExternalSecrets, the OCM objects, the Flux objects, Usages) a ``Ready``
-  condition True, ``observedGeneration`` = ``metadata.generation`` = 1.
+  condition True; the OCM and Flux objects also ``observedGeneration`` = ``metadata.generation``
+  = 1.
 * The OCM Component its ``status.component``: the component, the version it resolved
   (``spec.semver``, the version the function pinned), the repository spec of the Repository
   it references and, when the XR status carries the function's normalised descriptor
@@ -37,8 +38,20 @@ NO_READY_CONDITION = ("Namespace", "ServiceAccount", "Role", "RoleBinding")
 MAX_ROUNDS = 8  # a claim settles in 4 (Namespaces, contents, Component, Flux and Usages)
 
 
+# Kinds whose status has observedGeneration (the OCM and Flux controllers); ESO and Usages
+# report none, and an API server would prune it from them.
+OBSERVED_GENERATION = {
+    "Repository",
+    "Component",
+    "Resource",
+    "OCIRepository",
+    "HelmRelease",
+    "Kustomization",
+}
+
+
 def _ready(o: dict[str, Any]) -> dict[str, Any]:
-    return {
+    status: dict[str, Any] = {
         "conditions": [
             {
                 "type": "Ready",
@@ -48,8 +61,10 @@ def _ready(o: dict[str, Any]) -> dict[str, Any]:
                 "lastTransitionTime": READY_AT,
             }
         ],
-        "observedGeneration": o["metadata"]["generation"],
     }
+    if o["kind"] in OBSERVED_GENERATION:
+        status["observedGeneration"] = o["metadata"]["generation"]
+    return status
 
 
 def _repository_spec(
@@ -171,12 +186,13 @@ async def converge(
     xr: Mapping[str, Any],
     policy: Mapping[str, Any] | None,
     *,
-    rounds: int = MAX_ROUNDS,
+    rounds: int | None = None,
     observed: Iterable[Mapping[str, Any]] = (),
     runner: FunctionRunner | None = None,
     **kw: Any,
 ) -> Settled:
-    """Reconcile until nothing new is composed (at most ``rounds`` reconciles after the first).
+    """Reconcile until nothing new is composed (at most ``rounds`` reconciles after the first,
+    ``MAX_ROUNDS`` by default).
 
     Stops at a Fatal (``settled`` False, the Fatal in the last render). ``observed`` is where
     the first reconcile starts (what already exists); every later one observes the previous
@@ -185,6 +201,7 @@ async def converge(
     from function.fn import FunctionRunner
 
     runner = runner or FunctionRunner()
+    rounds = MAX_ROUNDS if rounds is None else rounds
     xr = copy.deepcopy(dict(xr))
     out = await render(xr, policy, observed=list(observed), runner=runner, **kw)
     start = [

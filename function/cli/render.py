@@ -139,6 +139,7 @@ def render_cmd(
     from crossplane.function import logging as sdklogging
     from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+    from function import settle as settling
     from function.api.policy import MirrorPolicy
     from function.errors import SackError
     from function.fn import FunctionRunner
@@ -154,7 +155,6 @@ def render_cmd(
         result_documents,
         step_credentials,
     )
-    from function.settle import MAX_ROUNDS, converge
 
     if composition_arg and composition:
         raise click.UsageError("give the Composition either as an argument or as --composition")
@@ -198,7 +198,7 @@ def render_cmd(
             "runner": FunctionRunner(),
         }
         if settle:
-            settled = asyncio.run(converge(xr, fn_input, **kw))
+            settled = asyncio.run(settling.converge(xr, fn_input, **kw))
             for stage in settled.stages:
                 for line in stage.lines():
                     click.echo(f"sack8s render --settle: {line}", err=True)
@@ -219,7 +219,8 @@ def render_cmd(
         sys.exit(1)
     if settle and not settled.settled:
         click.echo(
-            f"sack8s render --settle: still composing new objects after {MAX_ROUNDS + 1} "
+            f"sack8s render --settle: still composing new objects after "
+            f"{len(settled.renders)} "
             "reconciles; the last reconcile's stage is above",
             err=True,
         )
