@@ -68,8 +68,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "component": (
         "function.cli.component",
         "component",
-        "Build a component version (CTF or directory) from a chart or manifests, a ConfigData "
-        "and images.",
+        "Build a component version (CTF or directory) from your own inputs.",
     ),
 }
 

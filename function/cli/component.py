@@ -83,7 +83,11 @@ def check_configdata(spec: ComponentSpec, where_prefix: str = "") -> list[str]:
 
 @click.group("component", epilog=EPILOG)
 def component() -> None:
-    """Build component versions from your own inputs."""
+    """Build a component version (CTF or directory) from your own inputs.
+
+    A chart or manifests directory, a ConfigData and image references (or an OCM CLI component
+    constructor file).
+    """
 
 
 @component.command("build", epilog=EPILOG)
