@@ -245,8 +245,8 @@ def component_spec(doc: Mapping[str, Any], base: Path, where: str) -> ComponentS
 # --------------------------------------------------------------------------- archives
 
 
-def _tar(entries: list[tuple[str, bytes | None]]) -> bytes:
-    """A tar with fixed metadata; ``None`` content is a directory."""
+def reproducible_tar(entries: list[tuple[str, bytes | None]]) -> bytes:
+    """A tar with fixed metadata (mtime 0, uid/gid 0, no owner names); ``None`` is a directory."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
         for name, data in entries:
@@ -261,7 +261,7 @@ def _tar(entries: list[tuple[str, bytes | None]]) -> bytes:
     return buf.getvalue()
 
 
-def _gzip(data: bytes) -> bytes:
+def reproducible_gzip(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=9, mtime=0)
 
 
@@ -297,7 +297,7 @@ def _chart(root: Path, where: str) -> tuple[bytes, dict[str, Any]]:
     if not isinstance(version, str) or not version:
         raise BuildError(f"{root / 'Chart.yaml'}: version", "must be the chart's version")
     order = ["Chart.yaml", *sorted(k for k in files if k != "Chart.yaml")]
-    return _gzip(_tar([(f"{name}/{k}", files[k]) for k in order])), {
+    return reproducible_gzip(reproducible_tar([(f"{name}/{k}", files[k]) for k in order])), {
         "name": name,
         "version": version,
     }
@@ -403,10 +403,10 @@ def build_version(c: ComponentSpec, blobs: Blobs) -> Built:
             desc = blobs.put(MT_OCI_MANIFEST, manifest, annotations=_artifact(r))
             children.append(desc)
         elif r.input.type == "dir":
-            data = _tar([("./", None), *_files(r.input.path, where)])
+            data = reproducible_tar([("./", None), *_files(r.input.path, where)])
             mt = TAR_PLAIN
             if r.input.compress:
-                data, mt = _gzip(data), TAR_GZIP
+                data, mt = reproducible_gzip(data), TAR_GZIP
             desc = blobs.put(r.input.media_type or mt, data, annotations=_artifact(r))
             layers.append(desc)
         else:
@@ -415,7 +415,7 @@ def build_version(c: ComponentSpec, blobs: Blobs) -> Built:
                 raise BuildError(where, f"{r.input.path} is larger than {MAX_INPUT_BYTES} bytes")
             mt = r.input.media_type or "application/octet-stream"
             if r.input.compress:
-                data, mt = _gzip(data), mt + "+gzip"
+                data, mt = reproducible_gzip(data), mt + "+gzip"
             desc = blobs.put(mt, data, annotations=_artifact(r))
             layers.append(desc)
         entry["access"] = {
