@@ -221,7 +221,7 @@ class Spec(Model):
     @property
     def primary_namespace(self) -> str:
         """The first target namespace: the Flux release targets it, and service secrets and an
-        XR without a claim default to it (README, Decisions).
+        XR without a claim default to it (docs/decisions.md).
         """
         return self.namespaces[0].name
 
