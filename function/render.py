@@ -197,6 +197,8 @@ class Rendered:
     resources: list[dict[str, Any]]
     results: list[fnv1.Result] = field(default_factory=list)
     fatal: fnv1.Result | None = None
+    composite_ready: bool | None = None  # the function's override of the XR's readiness
+    unready: list[str] = field(default_factory=list)  # composed keys not READY_TRUE
 
     def yaml(self) -> str:
         return dump_yaml([self.xr, *self.resources])
@@ -263,7 +265,9 @@ async def render(
         obj = to_dict(rsp.desired.resources[key].resource)
         obj.setdefault("metadata", {}).setdefault("annotations", {})[ANNOTATION_RESOURCE_NAME] = key
         resources.append(obj)
-    return Rendered(out_xr, resources, list(rsp.results), fatal)
+    override = {fnv1.READY_TRUE: True, fnv1.READY_FALSE: False}.get(rsp.desired.composite.ready)
+    unready = sorted(k for k, r in rsp.desired.resources.items() if r.ready != fnv1.READY_TRUE)
+    return Rendered(out_xr, resources, list(rsp.results), fatal, override, unready)
 
 
 def _resource(doc: Mapping[str, Any]) -> fnv1.Resource:
@@ -346,3 +350,37 @@ def result_documents(results: Iterable[fnv1.Result], step: str) -> list[dict[str
         for r in results
         if r.severity != fnv1.SEVERITY_FATAL
     ]
+
+
+CONDITION_TIME = "2024-01-01T00:00:00Z"  # crank's conditionTime(): a fixed, required timestamp
+
+
+def crossplane_xr(rendered: Rendered) -> dict[str, Any]:
+    """The XR as ``crossplane render`` prints it: its ``Ready`` condition first (Available, or
+    Creating while a composed object is not ready: crank v2.2.4's rule, honouring the
+    function's composite readiness), then the function's conditions, every one stamped with
+    crank's fixed ``lastTransitionTime``.
+    """
+    if rendered.composite_ready is False:
+        ready: dict[str, Any] = {"type": "Ready", "status": "False", "reason": "Creating"}
+    elif rendered.composite_ready is None and rendered.unready:
+        first = rendered.unready[:3]
+        more = len(rendered.unready) - len(first)
+        names = ", ".join(first) + (f", and {more} more" if more else "")
+        ready = {
+            "type": "Ready",
+            "status": "False",
+            "reason": "Creating",
+            "message": f"Unready resources: {names}",
+        }
+    else:
+        ready = {"type": "Ready", "status": "True", "reason": "Available"}
+    xr = dict(rendered.xr)
+    status = dict(xr.get("status") or {})
+    conditions = [ready, *(status.get("conditions") or [])]
+    status["conditions"] = [
+        {**{k: v for k, v in c.items() if v != ""}, "lastTransitionTime": CONDITION_TIME}
+        for c in conditions
+    ]
+    xr["status"] = status
+    return xr

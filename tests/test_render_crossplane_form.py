@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 
 from function.cli import main
-from function.render import composed_metadata
+from function.render import CONDITION_TIME, composed_metadata
 
 REPO = Path(__file__).resolve().parents[1]
 XR, COMP, FUNCTIONS = "examples/xr.yaml", "examples/composition.yaml", "examples/functions.yaml"
@@ -151,3 +151,24 @@ def test_verbose_logs_every_stage_on_stderr(policy):
     else:  # no policy: nothing is allowed, the Fatal is logged too
         assert r.exit_code == 1
         assert "fatal" in r.stderr and "not in the policy allowlist" in r.stderr
+
+
+def test_xr_ready_condition_as_crank_computes_it():
+    """Creating while the function holds the XR not ready, Available once everything is;
+    every condition stamped with crank's fixed time; the function's conditions follow."""
+    first = docs(run(XR, COMP).stdout)[0]["status"]["conditions"]
+    assert first[0] == {
+        "type": "Ready",
+        "status": "False",
+        "reason": "Creating",
+        "lastTransitionTime": CONDITION_TIME,
+    }
+    assert [c["type"] for c in first] == ["Ready", "DeploymentReady", "ConfigDataWarnings"]
+    assert {c["lastTransitionTime"] for c in first} == {CONDITION_TIME}
+    settled = docs(run(XR, COMP, "--settle").stdout)[0]["status"]["conditions"]
+    assert settled[0] == {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Available",
+        "lastTransitionTime": CONDITION_TIME,
+    }

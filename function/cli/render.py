@@ -26,10 +26,20 @@ def _one(path: str, what: str) -> dict:
 
 
 def _stderr_logs() -> None:
-    """The SDK's console logger prints to stdout; the YAML stream owns stdout here."""
+    """The SDK's console logger prints to stdout; the YAML stream owns stdout here. Colours
+    only on a terminal (a CI log or a file gets plain text).
+    """
     import structlog
 
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    processors = [
+        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        if isinstance(p, structlog.dev.ConsoleRenderer)
+        else p
+        for p in structlog.get_config()["processors"]
+    ]
+    structlog.configure(
+        processors=processors, logger_factory=structlog.PrintLoggerFactory(sys.stderr)
+    )
 
 
 @click.command("render", epilog=EPILOG)
@@ -148,6 +158,7 @@ def render_cmd(
         RenderError,
         claim_to_xr,
         composed_metadata,
+        crossplane_xr,
         dump_yaml,
         load_docs,
         our_step,
@@ -249,7 +260,7 @@ def render_cmd(
     if graph:
         click.echo(mermaid(rendered.xr, resources), nl=False)
         return
-    out_xr = dict(rendered.xr)
+    out_xr = crossplane_xr(rendered)
     if full_xr:
         out_xr = {**out_xr, "metadata": xr.get("metadata") or {}, "spec": xr.get("spec") or {}}
     docs = [out_xr, *resources]
