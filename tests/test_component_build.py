@@ -421,3 +421,17 @@ def test_usage_and_out_errors(tmp_path: Path):
     (other / "file.txt").write_text("x")
     r = build_worker(other)
     assert r.exit_code == 1 and "is not a CTF" in r.stderr
+
+
+def test_a_component_directory_renders_the_same_release(ctf: Path, tmp_path: Path):
+    """`--format directory`: the same descriptor, read by `inspect` and `render` like the CTF."""
+    out = tmp_path / "dir"
+    r = build_shop(out, "1.4.0", "--format", "directory")
+    assert r.exit_code == 0, r.stderr
+    _, _, in_ctf = version_of(ctf, SHOP, "1.4.0")
+    assert json.loads((out / "component-descriptor.json").read_bytes()) == in_ctf
+    assert sack8s("inspect", str(out)).exit_code == 0
+    from_dir = {d["kind"]: d for d in _settle("xr-shop.yaml", out)}
+    from_ctf = {d["kind"]: d for d in _settle("xr-shop.yaml", ctf)}
+    assert from_dir["HelmRelease"]["spec"] == from_ctf["HelmRelease"]["spec"]
+    assert from_dir["OCIRepository"]["spec"] == from_ctf["OCIRepository"]["spec"]
