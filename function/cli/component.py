@@ -139,14 +139,14 @@ def component() -> None:
     help="A CTF (OCM CLI v0.9.1 layout) or a component directory (descriptor + blobs).",
 )
 def build(constructor, name, version, provider, chart, manifests, config_data, image, out, fmt):
-    r"""Write a component version (descriptor, resources and their digests; reproducible).
+    """Write a component version (descriptor, resources and their digests; reproducible).
 
     \b
-    sack8s component build --name acme.org/team/shop --version 1.0.0 \
-        --chart ./chart --config-data ./config.yaml \
-        --image image=registry.acme.org/shop:1.0@sha256:<digest> --out ./ctf
-    sack8s component build --constructor component-constructor.yaml --out ./ctf
-    """
+    Examples:
+      sack8s component build --constructor component-constructor.yaml --out ./ctf
+      sack8s component build --name acme.org/team/shop --version 1.0.0 --chart ./chart
+        --config-data ./config.yaml --image image=REGISTRY/shop:1.0@sha256:DIGEST --out ./ctf
+    """  # noqa: D301 - \b is click's "keep this paragraph as written"
     from function.errors import SackError
     from function.ocm.build import (
         BuildError,
