@@ -443,3 +443,71 @@ def test_a_component_directory_renders_the_same_release(ctf: Path, tmp_path: Pat
     from_ctf = {d["kind"]: d for d in _settle("xr-shop.yaml", ctf)}
     assert from_dir["HelmRelease"]["spec"] == from_ctf["HelmRelease"]["spec"]
     assert from_dir["OCIRepository"]["spec"] == from_ctf["OCIRepository"]["spec"]
+
+
+def test_the_ocm_cli_builds_the_same_descriptor_from_the_same_constructor(
+    ocm_bin: Path, tmp_path: Path
+):
+    """Opt-in (SACK8S_OCM_CLI): one constructor file, both tools. Local inputs only (an image
+    access would make the OCM CLI ask a registry for its digest); the descriptors agree up to
+    the archives' digests (the CLI's tars carry file times, its chart manifest a creation
+    time)."""
+    import subprocess
+
+    work = tmp_path / "inputs"
+    work.mkdir()
+    (work / "chart").symlink_to(DATA / "shop/chart")
+    (work / "kustomize").symlink_to(DATA / "worker/kustomize")
+    constructor = work / "component-constructor.yaml"
+    constructor.write_text(
+        yaml.safe_dump(
+            {
+                "components": [
+                    {
+                        "name": "acme.org/team-b/both",
+                        "version": "0.1.0",
+                        "provider": {"name": "acme.org"},
+                        "resources": [
+                            {
+                                "name": "chart",
+                                "type": "helmChart",
+                                "version": "0.1.0",
+                                "relation": "local",
+                                "input": {"type": "helm/v1", "path": "chart"},
+                            },
+                            {
+                                "name": "manifests",
+                                "type": "kustomize.ocm.fluxcd.io",
+                                "version": "0.1.0",
+                                "relation": "local",
+                                "input": {"type": "dir/v1", "path": "kustomize", "compress": True},
+                            },
+                        ],
+                    }
+                ]
+            }
+        )
+    )
+    theirs_ctf = tmp_path / "ocm-ctf"
+    p = subprocess.run(
+        [
+            str(ocm_bin), "add", "component-version", "--repository", f"ctf::{theirs_ctf}",
+            "--constructor", str(constructor), "--temp-folder", str(tmp_path),
+        ],
+        cwd=work, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    ours_ctf = tmp_path / "ours"
+    r = sack8s("component", "build", "--constructor", str(constructor), "--out", str(ours_ctf))
+    assert r.exit_code == 0, r.stderr
+    _, _, theirs = version_of(theirs_ctf, "acme.org/team-b/both", "0.1.0")
+    _, _, ours = version_of(ours_ctf, "acme.org/team-b/both", "0.1.0")
+
+    def masked(d: dict) -> dict:
+        d = json.loads(json.dumps(d))
+        for res in d["component"]["resources"]:
+            res["access"]["localReference"] = res["digest"]["value"] = "archive"
+        return d
+
+    assert masked(ours) == masked(theirs)
+    assert sack8s("inspect", str(theirs_ctf)).exit_code == 0
