@@ -214,9 +214,7 @@ def render_cmd(
             "observed": load_docs(observed),
             "required": load_docs(required_resources),
             "credentials": secrets,
-            "runner": FunctionRunner(
-                sources=SourceFactory(verify_digests=not skip_digest_check)
-            ),
+            "runner": FunctionRunner(sources=SourceFactory(verify_digests=not skip_digest_check)),
         }
         if settle:
             settled = asyncio.run(settling.converge(xr, fn_input, **kw))
