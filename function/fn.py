@@ -24,7 +24,7 @@ from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 from function import metrics
 from function.api.parse import parse_policy, parse_spec
 from function.cache import Memos
-from function.compose import admission, core, gates
+from function.compose import admission, core, gates, names
 from function.compose.identity import identity_of
 from function.errors import SackError
 from function.requirements import requirements_for
@@ -59,11 +59,32 @@ def _observed_resource(key: str, res: Any) -> dict[str, Any]:
     the Component verifies).
     """
     if key not in gates.OBSERVED_SPEC_KEYS:
-        return fields(res, ("apiVersion", "kind", "status"))
+        out = fields(res, ("apiVersion", "kind", "status"))
+        if out.get("kind") == "Namespace":  # ownership is proven, never inferred from a key
+            out["metadata"] = _ownership_marks(res)
+        return out
     out = fields(res, ("apiVersion", "kind", "status", "spec"))
     meta = res.fields["metadata"].struct_value if "metadata" in res.fields else None
     if meta is not None and "generation" in meta.fields:
         out["metadata"] = fields(meta, ("generation",))
+    return out
+
+
+_MARK_LABELS = (names.LABEL_OWNER,)
+_MARK_ANNOTATIONS = (names.ANNOTATION_CLAIM_NAME, names.ANNOTATION_CLAIM_NAMESPACE)
+
+
+def _ownership_marks(res: Any) -> dict[str, Any]:
+    """An observed object's name and ownership marks (namespaces.observed_own): the proof
+    that what is observed under a key is the object this claim composed.
+    """
+    if "metadata" not in res.fields:
+        return {}
+    meta = res.fields["metadata"].struct_value
+    out = fields(meta, ("name", "ownerReferences"))
+    for part, wanted in (("labels", _MARK_LABELS), ("annotations", _MARK_ANNOTATIONS)):
+        if part in meta.fields:
+            out[part] = fields(meta.fields[part].struct_value, wanted)
     return out
 
 
@@ -279,6 +300,8 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             )
         )
         rsp.conditions.append(_warnings_condition(out.status.get("warnings") or []))
+        for warning in admitted.warnings:  # an ambiguous namespace pattern ops accepted
+            log.warning("ambiguous namespace pattern", message=warning)
         log.info(
             "composed",
             resources=len(out.resources),

@@ -161,9 +161,11 @@ def test_tenant_space_is_disjoint(t1: str, t2: str, suffix: str) -> None:
 def test_deploy_namespace_pattern_is_reserved() -> None:
     policy = Policy()
     assert tenancy.reserved_pattern(policy) == "sack8s-*"
+    # Issue 30: reserved in every mode, a shared deploy namespace included (another
+    # Composition in the cluster may use per-claim deploy namespaces).
     assert (
         tenancy.reserved_pattern(Policy.model_validate({"deployNamespace": {"shared": "x"}}))
-        is None
+        == "sack8s-*"
     )
 
 
@@ -193,7 +195,11 @@ def test_namespaced_xr_and_forged_tenant_labels() -> None:
             },
         }
     }
-    assert identity_of(claim_xr).tenant == "team-b"
+    # Issue 30: crossplane.io/claim-* labels never confer identity; without spec.claimRef
+    # this is an XR without a claim, its tenant the sack8s.io/tenant label ops set.
+    assert identity_of(claim_xr).tenant == "team-a" and not identity_of(claim_xr).is_claim
+    claim_xr["spec"] = {"claimRef": {"namespace": "team-b", "name": "x"}}
+    assert identity_of(claim_xr).tenant == "team-b" and identity_of(claim_xr).name == "x"
     ops_xr = {"metadata": {"name": "svc", "labels": {"sack8s.io/tenant": "team-a"}}}
     assert (
         identity_of(ops_xr).tenant == "team-a"

@@ -617,7 +617,7 @@ def check(
             # what is observed; a release composed anew comes with its source.
             assert "flux-ocirepository" in got, sorted(got)
         if xr is not None and policy is not None:
-            check_render(out, xr, policy, required=req)
+            check_render(out, xr, policy, required=req, observed=observed)
 
 
 def run_twice(xr, policy, observed, req) -> Rendered:
@@ -671,13 +671,6 @@ def known_yaml_bug(*texts: str) -> None:
             pass
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open finding at integration (2026-12-01): Hypothesis found a generated claim in "
-    "team-a creating namespace 'podinfo' whose render the tenancy invariant rejects ('target "
-    "podinfo is not tenant team-a's'); the same claim with the example policy is refused by "
-    "the function. To be reduced and fixed next session.",
-)
 @settings(PROFILE)
 @given(case=claim_and_cluster(), policy=policies(), observed=observed_sets)
 @CLAIMS.capped
