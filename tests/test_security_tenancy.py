@@ -528,7 +528,6 @@ def image_registries(*entries: dict[str, Any]) -> Callable[[World], None]:
     return apply
 
 
-
 # -- issue 30: composition keys, proven ownership, patterns, XR identity ---------------------------
 
 
@@ -680,6 +679,7 @@ def identity_is_the_xr(name: str) -> Callable[[World, Any], None]:
             assert ann["sack8s.io/claim-name"] == name and "sack8s.io/claim-namespace" not in ann
 
     return check
+
 
 IMG = f"podinfo:6.2.0@{IMAGE_DIGEST}"
 
@@ -1632,6 +1632,37 @@ def test_names_of_the_longest_identities_fit_every_limit() -> None:
     w.target("n" * 63, "existing")
     out = run(w)
     check_render(out, w.xr(), w.policy, required=w.required, ledger=Ledger())
+
+
+# -- 30.1: collision searches with the product's own key functions over long names -------------
+
+
+def test_collision_search_with_the_product_key_functions() -> None:
+    """The search that broke the old Namespace keys (32 bits: a pair of 63-character targets in
+    well under a second) finds nothing with the current key and name functions over the same
+    names: Namespace keys are the name itself, secret keys past 232 characters and derived
+    names carry 100 bits."""
+    from function.compose import externalsecrets, names, namespaces
+    from function.compose.identity import Identity
+    from function.compose.objectnames import ObjectNames
+
+    prefix = "team-a--" + "x" * 36
+    a, b = long_pair()
+    assert a != b and names.legacy_key("namespace", a) == names.legacy_key("namespace", b)
+    room = 63 - len(prefix)
+    budget = max(int(b[len(prefix) :], 16) + 1, 1 << 17)
+    targets = [prefix + format(i, "x").rjust(room, "0") for i in range(budget)]
+    assert collision_search(lambda n: names.legacy_key("namespace", n), targets) is not None
+    assert collision_search(namespaces.key_target, targets) is None
+    own = ObjectNames(Identity("team-a", "podinfo", "podinfo-x", is_claim=True, tenant="team-a"))
+    assert collision_search(own.role, targets) is None
+    assert collision_search(own.pull_externalsecret, targets) is None
+    secrets = ["s" * 212 + format(i, "x").rjust(20, "0") for i in range(budget)]
+    keys = [externalsecrets.key_service("team-a--web", x) for x in secrets[:3]]
+    assert all(len(k) == 253 for k in keys)  # the hashed form
+    assert (
+        collision_search(lambda x: externalsecrets.key_service("team-a--web", x), secrets) is None
+    )
 
 
 # -- 19.1 on the bundled examples: the invariants hold there too -----------------------------------

@@ -257,7 +257,9 @@ def compose(inp: CoreInput) -> CoreOutput:
 
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
     blocked = readiness.first_blocker(desired, ready, inp.observed)
-    notes: list[Note] = [Note("Warning", "AmbiguousNamespacePattern", w) for w in inp.admission.warnings]
+    notes: list[Note] = [
+        Note("Warning", "AmbiguousNamespacePattern", w) for w in inp.admission.warnings
+    ]
     notes.extend(Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings)
     notes.extend(
         Note("Warning", "ConfigDataWarning", w)

@@ -47,9 +47,7 @@ def is_object(obj: Any, kind: str, name: str) -> bool:
     return isinstance(meta, Mapping) and meta.get("name") == name
 
 
-def observed_own(
-    ctx: Context, observed: Mapping[str, Any], key: str, kind: str, name: str
-) -> bool:
+def observed_own(ctx: Context, observed: Mapping[str, Any], key: str, kind: str, name: str) -> bool:
     """The object observed under ``key`` is this claim's ``kind`` ``name``: kind and name
     agree, and so do all ownership marks (owner label, claim namespace and name annotations)
     -- or, for an object composed before the function wrote them, Crossplane's controller
@@ -100,9 +98,7 @@ def build(
             ctx.identity,
             ctx.deploy_namespace,
             existing.get(ctx.deploy_namespace),
-            observed=observed_own(
-                ctx, observed, key_deploy(), "Namespace", ctx.deploy_namespace
-            ),
+            observed=observed_own(ctx, observed, key_deploy(), "Namespace", ctx.deploy_namespace),
         )
         collisions.merge(
             out,

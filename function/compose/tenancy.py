@@ -33,8 +33,8 @@ from __future__ import annotations
 import fnmatch
 import re
 import re._constants as _c
-import re._parser as _parser
 from collections.abc import Mapping
+from re import _parser
 from typing import Any
 
 from function.api.claim import Spec

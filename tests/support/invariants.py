@@ -311,9 +311,9 @@ def check_render(
         ):
             continue
         lmeta = live[name].get("metadata") or {}
-        other = (lmeta.get("labels") or {}).get(LABEL_OWNER) or (lmeta.get("annotations") or {}).get(
-            ANN_CLAIM_NAME
-        )
+        other = (lmeta.get("labels") or {}).get(LABEL_OWNER) or (
+            lmeta.get("annotations") or {}
+        ).get(ANN_CLAIM_NAME)
         assert modes.get(name) == "adopt" and not other, (
             f"Namespace {name} exists, was not created by this claim, and is composed as its own"
         )
