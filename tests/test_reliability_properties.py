@@ -460,8 +460,23 @@ def policies(draw) -> dict[str, Any]:
         )
     if draw(st.integers(0, 5)) == 0:
         policy["namespaces"]["allowPattern"] = draw(
-            st.sampled_from(["^team-.*$", "(", ".*", "^[a-z]+$"])
+            st.sampled_from(["^team-.*$", "(", ".*", "^[a-z]+$", ".*{claimNamespace}.*"])
         )
+    if draw(st.integers(0, 4)) == 0:  # issue 30: ambiguous patterns are refused or accepted
+        policy["namespaces"]["tenantPattern"] = draw(
+            st.sampled_from(
+                [
+                    "^{claimNamespace}(--[a-z0-9]+(-[a-z0-9]+)*)?$",
+                    "{claimNamespace}--[a-z]+",
+                    "^{claimNamespace}(-[a-z0-9]+)*$",
+                    ".*",
+                    "^{claimNamespace}--{claimName}$",
+                    "(",
+                ]
+            )
+        )
+        if draw(st.booleans()):
+            policy["namespaces"]["acceptAmbiguousPattern"] = draw(st.booleans())
     if draw(st.integers(0, 5)) == 0:
         policy["registries"][0]["plainHTTP"] = False
     if draw(st.integers(0, 5)) == 0:
