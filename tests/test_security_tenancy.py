@@ -611,6 +611,19 @@ def switch_to_siblings_colliding_name(w: World) -> None:
     w.target(b)
 
 
+def legacy_key_meets_fresh_key(w: World) -> None:
+    """Long target A still observed under its old key K (kept: a changed key deletes it); the
+    claim adds B, the 53-character name whose own key is K. Neither may replace the other."""
+    from function.compose import names
+
+    a = long_pair()[0]
+    w.target(a)
+    mine = own_namespace(w, a, names.legacy_key("namespace", a))
+    w.observed.append(mine)
+    w.has(copy.deepcopy(mine))
+    w.target(legacy_key_as_target(a), replace=False)
+
+
 def observed_under_key(name: str, obj_name: str, *, mine: bool) -> Callable[[World], None]:
     """Plant under ``namespace-<name>`` an observed Namespace ``obj_name``: this claim's marks
     (``mine``) or another claim's."""
@@ -1266,6 +1279,12 @@ ATTACKS: list[Attack] = [
             lambda w: w.target(legacy_key_as_target(long_pair()[0]), replace=False),
         ),
         Ok(),
+    ),
+    Attack(
+        "30.1",
+        "kept-legacy-key-meets-fresh-key",
+        legacy_key_meets_fresh_key,
+        fatal("spec.namespaces[1]", "spec.namespaces[0]", "composition-resource key"),
     ),
     # ---- 30.2 an observed key is no proof of ownership
     Attack(
