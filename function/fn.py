@@ -158,11 +158,11 @@ def log_context(xr: Mapping[str, Any], tag: str) -> dict[str, str]:
     meta = xr.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     context: dict[str, str] = {"xr": str(meta.get("name", "")), "tag": tag}
-    labels = meta.get("labels")
-    labels = labels if isinstance(labels, dict) else {}
-    if labels.get("crossplane.io/claim-name"):
-        claim_ns = labels.get("crossplane.io/claim-namespace", "")
-        context["claim"] = f"{claim_ns}/{labels['crossplane.io/claim-name']}"
+    spec = xr.get("spec")
+    ref = spec.get("claimRef") if isinstance(spec, dict) else None
+    # The claim as identity.py sees it: spec.claimRef only (labels never name the claim).
+    if isinstance(ref, dict) and ref.get("name") and ref.get("namespace"):
+        context["claim"] = f"{ref['namespace']}/{ref['name']}"
     return context
 
 
