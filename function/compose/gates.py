@@ -115,11 +115,7 @@ def namespace_waits(
     ops-owned); an object already observed is never withheld.
     """
     created = {o["metadata"]["name"]: k for k, o in objects.items() if o["kind"] == "Namespace"}
-    missing = {
-        name
-        for name, key in created.items()
-        if ((observed.get(key) or {}).get("metadata") or {}).get("name") != name
-    }
+    missing = {name for name, key in created.items() if key not in observed}
     if not missing:
         return {}
     return {
