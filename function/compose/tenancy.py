@@ -8,24 +8,27 @@ one of two rules, neither of which a hyphen can fool:
   labelling them, the function labels the namespaces a claim creates, and a team holding
   ``edit`` cannot change a Namespace's labels. Exact string equality: ``team`` is not
   ``team-a``.
-- it does not exist yet and its name matches the policy's ``tenantPattern``; the default,
-  ``<tenant>--<suffix>`` with no ``--`` in the suffix, splits every name at its *last*
-  ``--``, so each name has exactly one tenant (``team-a--web`` is ``team-a``'s, never
-  ``team``'s).
+- it does not exist yet and its name matches the policy's ``tenantPattern``: always
+  ``{claimNamespace}`` first, then nothing or the separator ``--`` (:func:`pattern_ambiguity`
+  refuses any other pattern unless ops accept it), and no tenant containing ``--`` creates by
+  pattern -- so a name's tenant is everything before its first ``--``, exactly one
+  (``team-a--web`` is ``team-a``'s, never ``team``'s).
 
 What each mode may touch follows: ``existing`` only a namespace that exists and is the
 tenant's; ``create`` only a free name in the tenant's pattern (or a namespace this claim
 already owns); ``adopt`` (where ops allow it) only an existing namespace of the tenant that no
 other claim owns and that is not the claim's own namespace (adopting means deleting with the
 claim) -- or, for a free name, what ``create`` may. Names matching the deploy-namespace pattern
-are reserved: no claim may create or use them, so none can squat a deploy namespace another
-claim will need.
+are reserved in every mode: no claim may create or use them, so none can squat a deploy
+namespace another claim will need.
 
 The checks that need only names (forbidden, reserved, the deploy namespace, the claim's own
 namespace) run at admission, before anything is fetched; those that need the live Namespace
 (read as a required resource) or what this XR already composes run when the Namespaces are
 composed -- including the tenant pattern, so a namespace an earlier release created for the
-claim under other rules stays the claim's (upgrades), while any *new* name must fit.
+claim under other rules stays the claim's (upgrades) when that is *proven* (its marks, or
+Crossplane's controller reference, on the object itself: namespaces.observed_own), while any
+*new* name must fit.
 """
 
 from __future__ import annotations
