@@ -24,14 +24,14 @@ from function.configdata import helm, kustomize
 from function.configdata.configure import SchemaViolations
 from function.configdata.engine import plan
 from function.configdata.localize import ImagePairDefect, image_pair_defects
-from function.configdata.model import parse_configdata
+from function.configdata.model import DUPLICATE_KEY, parse_configdata
 from function.configdata.paths import format_path
 from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution
 from function.configdata.suggestions import suggestion_for
 from function.configdata.unused import unused_values
 from function.configdata.yamlfile import YamlFile, apply, load_file
-from function.errors import SackError
+from function.errors import InvalidConfigData, SackError
 from function.ocm.access import ImageTable, image_table
 from function.ocm.model import ComponentVersion
 from function.yamlio import YamlError, load_one
@@ -86,6 +86,7 @@ class MutationInput:
     images: ImageTable | None = None
     configdata_name: str = "ConfigData"
     schema_violations: SchemaViolations = "Fatal"
+    duplicate_keys: Literal["Warning", "Fatal"] = "Warning"  # configData.duplicateKeys
 
 
 def _trace(change: Change) -> Trace:
@@ -185,6 +186,7 @@ def _memo_key(inp: MutationInput) -> Hashable | None:
         component.descriptor_digest,
         component.repository,
         inp.schema_violations,
+        inp.duplicate_keys,
     )
 
 
@@ -230,16 +232,30 @@ def _checked(inp: MutationInput) -> FluxMutation:
     try:
         return _mutation(inp)
     except SackError as e:
-        # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource.
-        name = inp.configdata_name
-        if name != "ConfigData" and e.where.startswith("ConfigData "):
-            raise type(e)(name + e.where[len("ConfigData") :], e.message) from None
-        raise
+        # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource,
+        # and the component: one replica serves every tenant, so the operator reading the
+        # error must learn whose content it is.
+        name, where = inp.configdata_name, e.where
+        if name != "ConfigData" and where.startswith("ConfigData ") and not where.startswith(name):
+            where = name + where[len("ConfigData") :]
+        cv = inp.component
+        if cv.name and f"component {cv.name}" not in where and cv.name not in e.message:
+            where = f"component {cv.name}:{cv.version} {where}".rstrip()
+        if where == e.where:
+            raise
+        raise type(e)(where, e.message, reason=e.reason) from None
 
 
 def _mutation(inp: MutationInput) -> FluxMutation:
     flavour, files, configdata_name = inp.flavour, inp.files, inp.configdata_name
     cd = parse_configdata(inp.configdata, configdata_name)
+    if inp.duplicate_keys == "Fatal":
+        dups = [f for f in cd.findings if f.code == DUPLICATE_KEY]
+        if dups:
+            raise InvalidConfigData(
+                configdata_name,
+                "; ".join(f.message.removeprefix(f"{configdata_name}: ") for f in dups[:3]),
+            )
     p = plan(
         cd,
         component=inp.component,
