@@ -34,6 +34,7 @@ from function.yamlio import (
     MAX_BYTES,
     SCALAR_TAGS,
     Duplicate,
+    FastResolver,
     YamlError,
     _fix_surrogates,
     _line,
@@ -291,6 +292,7 @@ class V1Document:
 
 
 _V1_TAGS = SCALAR_TAGS | {"tag:yaml.org,2002:binary"}
+_V1_RESOLVER = FastResolver(VersionedResolver(version=(1, 2)), plain=PLAIN)
 
 
 def read_v1(data: bytes | str, where: str) -> V1Document:
@@ -301,7 +303,7 @@ def read_v1(data: bytes | str, where: str) -> V1Document:
     """
     text = _to_text(data, where, MAX_BYTES)
     nodes, composer = compose_all(
-        text, where, _PlainResolver(version=(1, 2)), scalar_tags=_V1_TAGS, check_numbers=False
+        text, where, _V1_RESOLVER, scalar_tags=_V1_TAGS, check_numbers=False
     )
     b = _Builder(where)
     docs = [b.build(n, "") for n in nodes if n is not None]

@@ -235,15 +235,15 @@ def _checked(inp: MutationInput) -> FluxMutation:
         # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource,
         # and the component: one replica serves every tenant, so the operator reading the
         # error must learn whose content it is.
-        name, where = inp.configdata_name, e.where
+        name, where, message = inp.configdata_name, e.where, e.message
         if name != "ConfigData" and where.startswith("ConfigData ") and not where.startswith(name):
             where = name + where[len("ConfigData") :]
         cv = inp.component
-        if cv.name and f"component {cv.name}" not in where and cv.name not in e.message:
-            where = f"component {cv.name}:{cv.version} {where}".rstrip()
-        if where == e.where:
+        if cv.name and cv.name not in where and cv.name not in message:
+            message = f"{message} (component {cv.name}:{cv.version})"
+        if (where, message) == (e.where, e.message):
             raise
-        raise type(e)(where, e.message, reason=e.reason) from None
+        raise type(e)(where, message, reason=e.reason) from None
 
 
 def _mutation(inp: MutationInput) -> FluxMutation:
@@ -284,7 +284,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
         f = loaded.get(sub.file)
         if f is None:
             try:
-                f = loaded[sub.file] = load_file(files[sub.file], sub.file)
+                f = loaded[sub.file] = load_file(files[sub.file], sub.file, round_trip=False)
             except YamlError as e:
                 raise YamlError(sub.where, e.message) from None
         if flavour == "helm":
