@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from function import budgets
 from function.cache import active_memos, approx_size, digest, files_digest
 from function.configdata import helm, kustomize
 from function.configdata.configure import SchemaViolations
@@ -273,6 +274,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
     applied_subs: list[Substitution] = []
     skipped: list[str] = []
     hints: list[str] = []
+    checked = 0
     what = "chart" if flavour == "helm" else "Kustomize directory"
 
     for sub in p.substitutions:
@@ -305,7 +307,10 @@ def _mutation(inp: MutationInput) -> FluxMutation:
             patches.append(kustomize.patch_for(change, doc))
         traces.append(_trace(change))
         applied_subs.append(sub)
-        hint = suggestion_for(f.docs, change)
+        hint = None
+        if change.created and checked < budgets.current().suggestion_keys:
+            checked += 1  # did-you-mean is capped (function.budgets), the rules are not
+            hint = suggestion_for(f.docs, change)
         if hint is not None:
             hints.append(hint.describe(configdata_name))
 

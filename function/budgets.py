@@ -1,0 +1,53 @@
+"""Cost budgets for work on component content: process settings of the shared replica.
+
+Everything inside a component (descriptor, ConfigData, schema, chart, manifests) is written
+by a service team, and one replica of the function serves every tenant. Each step that runs
+on that content has a budget here that no input can exceed; over a budget the render stops
+with one Fatal naming the component, resource, file and budget. The defaults are sized from
+real components (docs/security.md lists the measurements); operators change them with
+``sack8s serve --budget NAME=VALUE``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Budgets:
+    # keyword evaluations per schema validation (the example ConfigData: 14; nested anyOf
+    # bombs: 2^depth)
+    schema_steps: int = 20_000
+    # nodes of the evaluated configuration (every rule value and the merged values, aliases
+    # and repeated references expanded as they will be written)
+    expression_nodes: int = 100_000
+    # did-you-mean: created keys checked per mutation, and existing keys compared per created key
+    suggestion_keys: int = 200
+    suggestion_candidates: int = 1_000
+
+
+_current = Budgets()
+
+
+def current() -> Budgets:
+    return _current
+
+
+def names() -> list[str]:
+    return [f.name.replace("_", "-") for f in dataclasses.fields(Budgets)]
+
+
+def configure(settings: dict[str, int]) -> Budgets:
+    """Set budgets by their dashed names (``schema-steps``); each must be a positive integer."""
+    global _current  # noqa: PLW0603 - one process-wide setting, set once at startup
+    known = set(names())
+    for name, value in settings.items():
+        if name not in known:
+            raise ValueError(f"unknown budget {name!r} (known: {', '.join(sorted(known))})")
+        if value <= 0:
+            raise ValueError(f"budget {name} must be positive, got {value}")
+    _current = dataclasses.replace(
+        _current, **{k.replace("-", "_"): v for k, v in settings.items()}
+    )
+    return _current
