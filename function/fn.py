@@ -8,6 +8,7 @@ with its traceback but reported without internals.
 
 from __future__ import annotations
 
+import asyncio
 import logging as stdlogging
 import time
 from collections.abc import Mapping
@@ -241,7 +242,12 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         )
         values = got.values(spec, identity)
         observed = {k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()}
-        out = core.compose(
+        # The core works on tenant content (ConfigData, schema, values, manifests) within the
+        # budgets of function.budgets; run in a worker thread, one render never holds the event
+        # loop, so other tenants' requests keep being read, answered from the response cache
+        # and composed beside it (the GIL is handed over every few milliseconds).
+        out = await asyncio.to_thread(
+            core.compose,
             core.CoreInput(
                 spec=spec,
                 policy=policy,
@@ -253,7 +259,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 existing_namespaces=got.namespaces,
                 observed=observed,
                 xr_status=xr.get("status") or {},
-            )
+            ),
         )
         for key in sorted(out.resources):
             resource.update(rsp.desired.resources[key], out.resources[key])
