@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Budgets:
+    # nodes of one YAML/JSON document as parsed, and as expanded through aliases (the
+    # largest real document, ~1,900 nodes: docs/security.md)
+    yaml_nodes: int = 100_000
     # keyword evaluations per schema validation (the example ConfigData: 14; nested anyOf
     # bombs: 2^depth)
     schema_steps: int = 20_000

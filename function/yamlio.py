@@ -32,6 +32,7 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.tag import Tag
 
+from function import budgets
 from function.cache import active_memos, digest
 from function.errors import SackError
 
@@ -41,7 +42,7 @@ except ImportError:  # pragma: no cover - the wheel exists for every platform th
     _CParser = None
 
 MAX_BYTES = 4 * 1024 * 1024
-MAX_NODES = 100_000  # docs/security.md: the largest real document has ~1,000 nodes
+MAX_NODES = 100_000  # the default of the yaml-nodes budget (function/budgets.py)
 MAX_DEPTH = 64
 MAX_EXPANDED_TEXT = 4 * 1024 * 1024  # no more text than the largest document without aliases
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -153,14 +154,14 @@ class Composer:
         where: str,
         resolver: Any,
         *,
-        max_nodes: int = MAX_NODES,
+        max_nodes: int | None = None,
         max_depth: int = MAX_DEPTH,
         scalar_tags: frozenset[str] = SCALAR_TAGS,
         check_numbers: bool = True,
     ) -> None:
         self.where = where
         self.resolver = resolver
-        self.max_nodes = max_nodes
+        self.max_nodes = budgets.current().yaml_nodes if max_nodes is None else max_nodes
         self.max_depth = max_depth
         self.scalar_tags = scalar_tags
         self.check_numbers = check_numbers
@@ -281,7 +282,7 @@ def check_expansion(
     data: Any,
     where: str,
     *,
-    max_nodes: int = MAX_NODES,
+    max_nodes: int | None = None,
     max_depth: int = MAX_DEPTH,
     max_text: int = MAX_EXPANDED_TEXT,
 ) -> bool:
@@ -292,6 +293,7 @@ def check_expansion(
     at its expanded size. Returns whether some string holds UTF-16 surrogates (JSON's
     ``\ud83d\ude00`` escapes), which :func:`_fix_surrogates` then repairs.
     """
+    max_nodes = budgets.current().yaml_nodes if max_nodes is None else max_nodes
     count = 0
     text = 0
     surrogates = False

@@ -63,8 +63,9 @@ from function.sources import SourceFactory
     "budget",
     multiple=True,
     metavar="NAME=VALUE",
-    help="A cost budget for work on component content (repeatable): schema-steps, "
-    "expression-nodes, suggestion-keys, suggestion-candidates (docs/security.md).",
+    help="A cost budget for work on component content (repeatable): yaml-nodes, "
+    "schema-steps, expression-nodes, suggestion-keys, suggestion-candidates "
+    "(docs/security.md).",
 )
 def serve(
     tag_ttl: float,
