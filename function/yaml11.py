@@ -28,7 +28,6 @@ from typing import Any
 
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ruamel.yaml.resolver import VersionedResolver
-from ruamel.yaml.tag import Tag
 
 from function.yamlio import (
     MAX_BYTES,
@@ -148,15 +147,6 @@ def needs_quotes(s: str) -> bool:
 
 
 # --------------------------------------------------------------------------- reading as v1 did
-
-
-class _PlainResolver(VersionedResolver):
-    """Leaves every plain scalar untyped (tag PLAIN) so :func:`load_v1` types it itself."""
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is ScalarNode and implicit[0]:
-            return Tag(suffix=PLAIN)
-        return super().resolve(kind, value, implicit)
 
 
 @dataclass(frozen=True)
@@ -292,6 +282,7 @@ class V1Document:
 
 
 _V1_TAGS = SCALAR_TAGS | {"tag:yaml.org,2002:binary"}
+# Every plain scalar is left untyped (tag PLAIN) so :class:`_Builder` types it as go-yaml v2 does.
 _V1_RESOLVER = FastResolver(VersionedResolver(version=(1, 2)), plain=PLAIN)
 
 
