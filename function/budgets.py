@@ -10,8 +10,14 @@ real components (docs/security.md lists the measurements); operators change them
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+
+from function.errors import SackError
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,15 @@ class Budgets:
     # did-you-mean: created keys checked per mutation, and existing keys compared per created key
     suggestion_keys: int = 200
     suggestion_candidates: int = 1_000
+    # CPU of one render's composition (its worker thread), checked in the loops above: a
+    # backstop for the sum of bounded steps (benign renders: 50-500 ms)
+    render_cpu_ms: int = 5_000
+
+
+class RenderBudgetExceeded(SackError):
+    """The render's composition used more CPU than the render-cpu-ms budget."""
+
+    reason = "ComponentError"
 
 
 _current = Budgets()
@@ -54,3 +69,29 @@ def configure(settings: dict[str, int]) -> Budgets:
         _current, **{k.replace("-", "_"): v for k, v in settings.items()}
     )
     return _current
+
+
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "render_cpu_deadline", default=None
+)
+
+
+@contextmanager
+def cpu_deadline() -> Iterator[None]:
+    """Within: :func:`check_cpu` raises once this thread spent ``render-cpu-ms`` of CPU."""
+    token = _deadline.set(time.thread_time() + _current.render_cpu_ms / 1000)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def check_cpu() -> None:
+    """Called from the loops that work on component content (every few thousand steps)."""
+    deadline = _deadline.get()
+    if deadline is not None and time.thread_time() > deadline:
+        raise RenderBudgetExceeded(
+            "",
+            f"composing took more than {_current.render_cpu_ms} ms of CPU (the render-cpu-ms "
+            "budget)",
+        )

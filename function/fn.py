@@ -22,7 +22,7 @@ from crossplane.function import logging, resource, response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from function import metrics
+from function import budgets, metrics
 from function.api.parse import parse_policy, parse_spec
 from function.cache import Memos
 from function.compose import admission, core, gates
@@ -146,6 +146,20 @@ def log_context(xr: Mapping[str, Any], tag: str) -> dict[str, str]:
     return context
 
 
+def _compose(inp: core.CoreInput) -> core.CoreOutput:
+    """The core, in this (worker) thread, under the render-cpu-ms budget."""
+    with budgets.cpu_deadline():
+        try:
+            return core.compose(inp)
+        except budgets.RenderBudgetExceeded as e:
+            cv = inp.loaded.component
+            if cv.name in str(e):
+                raise
+            raise budgets.RenderBudgetExceeded(
+                f"component {cv.name}:{cv.version}", e.message
+            ) from None
+
+
 @dataclass
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     """Serves RunFunction. One instance per process; it owns the caches: its sources share
@@ -247,7 +261,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         # loop, so other tenants' requests keep being read, answered from the response cache
         # and composed beside it (the GIL is handed over every few milliseconds).
         out = await asyncio.to_thread(
-            core.compose,
+            _compose,
             core.CoreInput(
                 spec=spec,
                 policy=policy,

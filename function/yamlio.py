@@ -217,6 +217,8 @@ class Composer:
                     raise self.fail(event.start_mark, f"found undefined alias {event.anchor!r}")
             elif isinstance(event, ScalarEvent):
                 count += 1
+                if not count & 4095:
+                    budgets.check_cpu()
                 tag = self._tag(event, ScalarNode, event.value)
                 if self.check_numbers and tag in (_CORE + "int", _CORE + "float"):
                     problem = number_problem(event.value, str(tag).rsplit(":", 1)[-1])
@@ -306,6 +308,8 @@ def check_expansion(
     while stack:
         node, depth = stack.pop()
         count += 1
+        if not count & 4095:
+            budgets.check_cpu()
         if count > max_nodes:
             raise YamlError(
                 where, f"document expands to more than {max_nodes} nodes (YAML alias bomb?)"

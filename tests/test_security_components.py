@@ -440,3 +440,18 @@ def test_serve_refuses_a_malformed_budget() -> None:
     for arg, says in (("nope=1", "unknown budget"), ("schema-steps", "NAME=INTEGER")):
         got = CliRunner().invoke(serve, ["--insecure", "--budget", arg])
         assert got.exit_code == 2 and says in got.output, got.output
+
+
+def test_render_cpu_budget_stops_a_render_naming_the_component(tmp_path: Path) -> None:
+    """The backstop: the sum of bounded steps is bounded too (render-cpu-ms)."""
+    from function import budgets
+
+    default = budgets.current()
+    text = CONFIGDATA_BLOB.read_text() + "\nextra: [" + ",".join(["10"] * 67_000) + "]\n"
+    xr, policy = hostile(tmp_path, text)
+    try:
+        budgets.configure({"render-cpu-ms": 20})
+        msg = one_fatal(cpu_render(xr, policy), "render-cpu-ms", COMPONENT)
+    finally:
+        budgets.configure({f.replace("_", "-"): v for f, v in vars(default).items()})
+    assert "20 ms" in msg, msg

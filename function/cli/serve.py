@@ -64,7 +64,7 @@ from function.sources import SourceFactory
     multiple=True,
     metavar="NAME=VALUE",
     help="A cost budget for work on component content (repeatable): yaml-nodes, "
-    "schema-steps, expression-nodes, suggestion-keys, suggestion-candidates "
+    "schema-steps, expression-nodes, suggestion-keys, suggestion-candidates, render-cpu-ms "
     "(docs/security.md).",
 )
 def serve(

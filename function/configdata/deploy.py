@@ -278,6 +278,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
     what = "chart" if flavour == "helm" else "Kustomize directory"
 
     for sub in p.substitutions:
+        budgets.check_cpu()
         if sub.file not in files:
             skipped.append(
                 f"ConfigData {sub.rule}.{sub.field}: file {sub.file} is not in the {what}"

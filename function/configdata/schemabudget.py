@@ -159,6 +159,8 @@ def _counted(fn: Any) -> Any:
             left[0] -= 1
             if left[0] < 0:
                 raise StepBudgetExceeded
+            if not left[0] & 255:
+                budgets.check_cpu()
         return fn(validator, value, instance, schema)
 
     return keyword
