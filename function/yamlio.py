@@ -236,7 +236,8 @@ class Composer:
                 count += 1
                 if count > self.max_nodes:
                     raise self.fail(
-                        event.start_mark, f"document has more than {self.max_nodes} nodes"
+                        event.start_mark,
+                        f"document has more than {self.max_nodes} nodes (the yaml-nodes budget)",
                     )
                 if len(stack) >= self.max_depth:
                     raise YamlError(self.where, f"nests deeper than {self.max_depth} levels")
@@ -259,7 +260,10 @@ class Composer:
             else:
                 continue  # stream start and end
             if count > self.max_nodes:
-                raise self.fail(event.start_mark, f"document has more than {self.max_nodes} nodes")
+                raise self.fail(
+                    event.start_mark,
+                    f"document has more than {self.max_nodes} nodes (the yaml-nodes budget)",
+                )
             if isinstance(event, ScalarEvent) and event.anchor is not None:
                 anchors[event.anchor] = node
             if not stack:
