@@ -119,6 +119,36 @@ class TestExhaustion:
         assert "properties/message/pattern" in msg and "linear-time" in msg, msg
         assert COMPONENT in msg, msg
 
+    @pytest.mark.parametrize(
+        "draft",
+        [
+            "http://json-schema.org/draft-04/schema#",
+            "http://json-schema.org/draft-07/schema#",
+            "https://json-schema.org/draft/2019-09/schema",
+            "https://json-schema.org/draft/2020-12/schema",
+        ],
+    )
+    def test_every_draft_and_keyword_runs_regexes_on_re2(self, draft: str) -> None:
+        """pattern, patternProperties, additionalProperties and unevaluatedProperties beside it."""
+        from function.configdata.configure import validator_for, violations
+
+        schema = {
+            "$schema": draft,
+            "properties": {"x": {"pattern": "^(a+)+$"}},
+            "patternProperties": {"^(b+)+$": {}},
+            "additionalProperties": False,
+            "unevaluatedProperties": False,
+        }
+        started = time.process_time()
+        found = violations(
+            validator_for(schema),
+            {"x": "a" * 50 + "!", "b" * 50 + "!": 1},
+            label="v",
+            skip_required=False,
+        )
+        assert time.process_time() - started < CPU_SECONDS
+        assert any("^(a+)+$" in f for f in found) and any("^(b+)+$" in f for f in found), found
+
     def test_nested_any_of_stops_at_the_step_budget(self, tmp_path: Path) -> None:
         schema = schema_with()
         defs: dict[str, Any] = {"l0": {"type": "string"}}
