@@ -24,7 +24,7 @@ from function.errors import SackError
 class Budgets:
     # nodes of one YAML/JSON document as parsed, and as expanded through aliases (the
     # largest real document, ~1,900 nodes: docs/security.md)
-    yaml_nodes: int = 100_000
+    yaml_nodes: int = 50_000
     # keyword evaluations per schema validation (the example ConfigData: 14; nested anyOf
     # bombs: 2^depth)
     schema_steps: int = 20_000
@@ -32,8 +32,8 @@ class Budgets:
     # and repeated references expanded as they will be written)
     expression_nodes: int = 100_000
     # did-you-mean: created keys checked per mutation, and existing keys compared per created key
-    suggestion_keys: int = 200
-    suggestion_candidates: int = 1_000
+    suggestion_keys: int = 50
+    suggestion_candidates: int = 500
     # CPU of one render's composition (its worker thread), checked in the loops above: a
     # backstop for the sum of bounded steps (benign renders: 50-500 ms)
     render_cpu_ms: int = 5_000

@@ -47,7 +47,7 @@ except ImportError:  # pragma: no cover - the wheel exists for every platform th
     _CParser = None
 
 MAX_BYTES = 4 * 1024 * 1024
-MAX_NODES = 100_000  # the default of the yaml-nodes budget (function/budgets.py)
+MAX_NODES = 50_000  # the default of the yaml-nodes budget (function/budgets.py)
 MAX_DEPTH = 64
 MAX_EXPANDED_TEXT = 4 * 1024 * 1024  # no more text than the largest document without aliases
 _SURROGATE = re.compile("[\ud800-\udfff]")
