@@ -23,6 +23,8 @@ import pytest
 import yaml
 from crossplane.function import logging as sdklogging
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from hypothesis_profiles import observed_helm
 from test_security_hostile import (
     CONFIGDATA_BLOB,
@@ -359,6 +361,24 @@ class TestMalformed:
         one_fatal(
             cpu_render(xr, policy, required=[cm]), "spec.values.configMapRef", "is not supported"
         )
+
+
+YAML_ALPHABET = "!&*[]{}:,-? \n\n  #'\"|>%@0123456789.eE+_xob<~tag:yaml.org,2002:strintmap"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.text(alphabet=YAML_ALPHABET, max_size=80))
+def test_yaml_readers_raise_only_their_own_error(text: str) -> None:
+    """Whatever the bytes, every reader the function uses answers with a YamlError or data."""
+    from function.configdata.yamlfile import load_file
+    from function.yaml11 import read_v1
+    from function.yamlio import YamlError, load_all
+
+    for read in (load_all, read_v1, lambda t, w: load_file(t, w, round_trip=False)):
+        try:
+            read(text, "f.yaml")
+        except YamlError:
+            pass
 
 
 # == isolation of the shared replica =============================================================
