@@ -148,6 +148,7 @@ def _mutation(
             configdata_name=f"ConfigData (resource {cd.name})",
             schema_violations=inp.policy.configData.schemaViolations,
             duplicate_keys=inp.policy.configData.duplicateKeys,
+            deployable=deployable.name,
         )
     )
 

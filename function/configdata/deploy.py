@@ -88,6 +88,7 @@ class MutationInput:
     configdata_name: str = "ConfigData"
     schema_violations: SchemaViolations = "Fatal"
     duplicate_keys: Literal["Warning", "Fatal"] = "Warning"  # configData.duplicateKeys
+    deployable: str = ""  # the deployable's resource name, for errors in its files only
 
 
 def _trace(change: Change) -> Trace:
@@ -289,7 +290,8 @@ def _mutation(inp: MutationInput) -> FluxMutation:
             try:
                 f = loaded[sub.file] = load_file(files[sub.file], sub.file, round_trip=False)
             except YamlError as e:
-                raise YamlError(sub.where, e.message) from None
+                owner = f"resource {inp.deployable}" if inp.deployable else f"the {what}"
+                raise YamlError(sub.where, f"{e.message} (a file of {owner})") from None
         if flavour == "helm":
             role = roles.setdefault(sub.file, helm.file_role(sub.file, f.docs))
             helm.check_substitution(sub, role)
