@@ -101,7 +101,8 @@ def _decode(data: bytes, mt: str, where: str) -> Any:
             def parse(text: str) -> Any:
                 problem = number_problem(text, kind)
                 if problem:
-                    raise ComponentError(where, f"component descriptor: {problem}")
+                    what = "" if "descriptor" in where else "component descriptor: "
+                    raise ComponentError(where, what + problem)
                 return int(text) if kind == "int" else float(text)
 
             return parse
