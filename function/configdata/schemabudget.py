@@ -53,9 +53,12 @@ class StepBudgetExceeded(Exception):
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # RE2 would write every refused pattern to stderr
+# Program and DFA cache per regex (RE2's default is 8 MiB): a pattern that needs more is
+# refused ("pattern too large"), so the compiled cache below holds at most 256 MiB.
+_OPTIONS.max_mem = 1 << 20
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)
 def compile_linear(pattern: str) -> Any:
     """``pattern`` compiled by RE2 (linear-time matching), or :class:`RegexRefused`."""
     try:
