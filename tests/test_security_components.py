@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import statistics
 import time
 from pathlib import Path
@@ -302,6 +303,21 @@ class TestMalformed:
         )
         msg = one_fatal(cpu_render(*with_component(root)), "component descriptor", "64-bit")
         assert "7" * 30 not in msg
+
+    @pytest.mark.parametrize(
+        ("expression", "says"),
+        [
+            ("(( 1e999 ))", "beyond a 64-bit float"),
+            ("(( 1e308 * 10.0 ))", "overflows a 64-bit float"),
+            ("(( 99999999999999999999 ))", "out of range (64 bits)"),
+        ],
+    )
+    def test_numbers_beyond_go_in_expressions(self, expression: str, says: str) -> None:
+        from function.configdata.configure import evaluate
+        from function.errors import SackError
+
+        with pytest.raises(SackError, match=re.escape(says)):
+            evaluate(expression, {}, "ConfigData configuration.rules[0].value")
 
     def test_duplicate_key_in_configdata_is_a_warning_naming_both_lines(
         self, tmp_path: Path
