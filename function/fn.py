@@ -8,6 +8,7 @@ with its traceback but reported without internals.
 
 from __future__ import annotations
 
+import asyncio
 import logging as stdlogging
 import time
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from crossplane.function import logging, resource, response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from function import metrics
+from function import budgets, metrics
 from function.api.parse import parse_policy, parse_spec
 from function.cache import Memos
 from function.compose import admission, core, gates, names
@@ -166,6 +167,20 @@ def log_context(xr: Mapping[str, Any], tag: str) -> dict[str, str]:
     return context
 
 
+def _compose(inp: core.CoreInput) -> core.CoreOutput:
+    """The core, in this (worker) thread, under the render-cpu-ms budget."""
+    with budgets.cpu_deadline():
+        try:
+            return core.compose(inp)
+        except budgets.RenderBudgetExceeded as e:
+            cv = inp.loaded.component
+            if cv.name in str(e):
+                raise
+            raise budgets.RenderBudgetExceeded(
+                f"component {cv.name}:{cv.version}", e.message
+            ) from None
+
+
 @dataclass
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     """Serves RunFunction. One instance per process; it owns the caches: its sources share
@@ -276,7 +291,12 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         )
         values = got.values(spec, identity)
         observed = {k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()}
-        out = core.compose(
+        # The core works on tenant content (ConfigData, schema, values, manifests) within the
+        # budgets of function.budgets; run in a worker thread, one render never holds the event
+        # loop, so other tenants' requests keep being read, answered from the response cache
+        # and composed beside it (the GIL is handed over every few milliseconds).
+        out = await asyncio.to_thread(
+            _compose,
             core.CoreInput(
                 spec=spec,
                 policy=policy,
@@ -288,7 +308,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 existing_namespaces=got.namespaces,
                 observed=observed,
                 xr_status=xr.get("status") or {},
-            )
+            ),
         )
         for key in sorted(out.resources):
             resource.update(rsp.desired.resources[key], out.resources[key])

@@ -328,6 +328,11 @@ class ConfigDataPolicy(Model):
         "the registry of an image that has one, and no registry rule): Fatal, naming the rule, "
         "or Warning (while teams fix their ConfigData).",
     )
+    duplicateKeys: Literal["Warning", "Fatal"] = Field(
+        default="Warning",
+        description="A ConfigData map that defines one key twice: a Warning naming both lines "
+        "(the later value is used, as ocm-controller v1 did), or a Fatal (strict).",
+    )
 
 
 class Policy(Model):

@@ -147,6 +147,8 @@ def _mutation(
             images=table,
             configdata_name=f"ConfigData (resource {cd.name})",
             schema_violations=inp.policy.configData.schemaViolations,
+            duplicate_keys=inp.policy.configData.duplicateKeys,
+            deployable=deployable.name,
         )
     )
 
