@@ -12,6 +12,7 @@ import logging as stdlogging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,48 +24,25 @@ from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
 from function import metrics
 from function.api.parse import parse_policy, parse_spec
-from function.cache import Memos
-from function.compose import admission, core, gates
+from function.cache import Facts, Memos, recording
+from function.compose import admission, core
 from function.compose.identity import identity_of
 from function.errors import SackError
+from function.reads import view
 from function.requirements import requirements_for
 from function.sources import SourceFactory, claim_repository
-from function.structs import fields, to_dict
+from function.structs import to_dict
 
 
 def _struct(msg: Any) -> dict[str, Any]:
     return to_dict(msg)
 
 
-# What the function reads back from its own XR status: the sticky version (component), what
-# was already reported (warnings, blockedBy) and the version the Flux objects carry (deploy).
-XR_STATUS_READ = ("component", "warnings", "blockedBy", "deploy")
-
-
 def _observed_xr(res: Any) -> dict[str, Any]:
-    """The observed XR as far as the function reads it: identity, spec, and the parts of
-    its status in ``XR_STATUS_READ`` — not the rest (images, substitutions), which would only
-    be converted to be thrown away.
+    """The observed XR of a request view (function/reads.py: identity, spec, the status it
+    reads back) as plain data.
     """
-    out = fields(res, ("apiVersion", "kind", "metadata", "spec"))
-    if "status" in res.fields:
-        out["status"] = fields(res.fields["status"].struct_value, XR_STATUS_READ)
-    return out
-
-
-def _observed_resource(key: str, res: Any) -> dict[str, Any]:
-    """An observed composed resource as far as the core reads it: its kind and status
-    (readiness, the OCM gate); its presence is what keeps it from being dropped. For the Flux
-    objects and the OCM Component also spec and generation (what a closed gate keeps, what
-    the Component verifies).
-    """
-    if key not in gates.OBSERVED_SPEC_KEYS:
-        return fields(res, ("apiVersion", "kind", "status"))
-    out = fields(res, ("apiVersion", "kind", "status", "spec"))
-    meta = res.fields["metadata"].struct_value if "metadata" in res.fields else None
-    if meta is not None and "generation" in meta.fields:
-        out["metadata"] = fields(meta, ("generation",))
-    return out
+    return to_dict(res)
 
 
 def _result(rsp: fnv1.RunFunctionResponse, severity: int, reason: str, message: str) -> None:
@@ -155,6 +133,13 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     base_dir: Path = field(default_factory=Path.cwd)
     memos: Memos = field(default_factory=Memos)
 
+    @property
+    def answer_ttl(self) -> float:
+        """The longest ``meta.ttl`` of an answer: how long a tag fact may be trusted
+        (``--tag-ttl``); an answer resting on a fact read earlier gets what is left of it.
+        """
+        return max(0.0, float(self.sources.cache.ttl))
+
     def __post_init__(self) -> None:
         self.log = logging.get_logger()
         metrics.watch_cache(self.sources.cache)
@@ -171,8 +156,26 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
 
     async def answer(self, req: fnv1.RunFunctionRequest) -> tuple[fnv1.RunFunctionResponse, str]:
         """The response and how it ended: ``composed``, ``waiting`` (for required resources)
-        or ``fatal`` -- the gRPC edge keeps only ``composed`` answers for identical requests.
+        or ``fatal`` -- the gRPC edge keeps only ``composed`` answers.
         """
+        rsp, outcome, _facts = await self.compute(view(req))
+        return rsp, outcome
+
+    async def compute(
+        self, req: fnv1.RunFunctionRequest
+    ) -> tuple[fnv1.RunFunctionResponse, str, Facts]:
+        """:meth:`answer` on a request view (function/reads.py), with the registry facts the
+        answer rests on. ``meta.ttl`` is chosen, not defaulted: while those facts stay fresh
+        (at most ``--tag-ttl``) for a composed answer, 0 for one that waits for required
+        resources, carries a Fatal or read a local mirror (Crossplane must call again).
+        """
+        with recording() as facts:
+            rsp, outcome = await self._answer(req)
+        ttl = facts.lifetime(self.answer_ttl) if outcome == "composed" else 0.0
+        rsp.meta.ttl.FromTimedelta(timedelta(seconds=round(ttl)))
+        return rsp, outcome, facts
+
+    async def _answer(self, req: fnv1.RunFunctionRequest) -> tuple[fnv1.RunFunctionResponse, str]:
         rsp = response.to(req)
         xr = _observed_xr(req.observed.composite.resource)
         context = log_context(xr, req.meta.tag)
@@ -240,7 +243,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             base_dir=self.base_dir,
         )
         values = got.values(spec, identity)
-        observed = {k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()}
+        observed = {k: to_dict(v.resource) for k, v in req.observed.resources.items()}
         out = core.compose(
             core.CoreInput(
                 spec=spec,
