@@ -292,6 +292,9 @@ _SHARES = {
     "versions": 8,  # sticky version choices, by (tag list, constraint, previous)
     "digests": 32,  # content digests of immutable inputs, by object identity
     "images": 4,  # image tables, by (descriptor manifest digest, repository, unpinned policy)
+    "structs": 24,  # composed objects' serialized Structs, by their JSON text
+    "policies": 2,  # parsed function inputs, by their deterministic serialization
+    "specs": 4,  # parsed claim specs, by their deterministic serialization
 }
 _ENTRIES = {
     "configdata": 1024,
@@ -300,6 +303,7 @@ _ENTRIES = {
     "versions": 4096,
     "digests": 256,
     "images": 1024,
+    "policies": 256,
 }
 
 _ACTIVE: ContextVar[Memos | None] = ContextVar("sack8s_memos", default=None)

@@ -18,20 +18,20 @@ from typing import Any
 
 import grpc
 import structlog
-from crossplane.function import logging, resource, response
+from crossplane.function import logging, response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
 from function import metrics
 from function.api.parse import parse_policy, parse_spec
-from function.cache import Facts, Memos, recording
+from function.cache import Facts, Memos, memo, recording
 from function.compose import admission, core
 from function.compose.identity import identity_of
 from function.errors import SackError
 from function.reads import view
 from function.requirements import requirements_for
 from function.sources import SourceFactory, claim_repository
-from function.structs import to_dict
+from function.structs import Lazy, put, to_dict
 
 
 def _struct(msg: Any) -> dict[str, Any]:
@@ -221,8 +221,20 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         xr: dict[str, Any],
         log: Any,
     ) -> bool:
-        policy = parse_policy(_struct(req.input) if req.HasField("input") else {})
-        spec = parse_spec(xr)
+        policy = memo(
+            "policies",
+            req.input.SerializeToString(deterministic=True) if req.HasField("input") else b"",
+            lambda: parse_policy(_struct(req.input) if req.HasField("input") else {}),
+            lambda _: 20_000,
+        )
+        fields = req.observed.composite.resource.fields
+        spec_value = fields["spec"] if "spec" in fields else None
+        spec = memo(
+            "specs",
+            spec_value.SerializeToString(deterministic=True) if spec_value is not None else None,
+            lambda: parse_spec(xr),
+            lambda _: 20_000,
+        )
         identity = identity_of(xr)
         repository = claim_repository(spec)
         admitted = admission.admit(spec, policy, identity, repository)
@@ -243,7 +255,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             base_dir=self.base_dir,
         )
         values = got.values(spec, identity)
-        observed = {k: to_dict(v.resource) for k, v in req.observed.resources.items()}
+        observed = {k: Lazy(v.resource) for k, v in req.observed.resources.items()}
         out = core.compose(
             core.CoreInput(
                 spec=spec,
@@ -259,11 +271,11 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             )
         )
         for key in sorted(out.resources):
-            resource.update(rsp.desired.resources[key], out.resources[key])
+            put(rsp.desired.resources[key].resource, out.resources[key])
             rsp.desired.resources[key].ready = (
                 fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
             )
-        resource.update(rsp.desired.composite, {"status": out.status})
+        put(rsp.desired.composite.resource, {"status": out.status})
         if not out.all_ready:
             rsp.desired.composite.ready = fnv1.READY_FALSE
         for note in out.notes:
