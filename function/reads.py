@@ -80,22 +80,47 @@ def _xr(s: struct_pb2.Struct) -> None:
 
 
 def _observed(k: str, s: struct_pb2.Struct) -> None:
-    spec_read = k in gates.OBSERVED_SPEC_KEYS
-    _keep(s, ("apiVersion", "kind", "metadata", "status", "spec") if spec_read else _NO_SPEC)
-    _keep(_sub(s, "metadata"), _META_GEN if spec_read else OBSERVED_METADATA_READ)
-    status = _sub(s, "status")
-    if status is None or k == ocmobjects.key_component():
+    # The hot loop of a reused answer (one call per observed object): written out flat.
+    f = s.fields
+    spec_read = k in _SPEC_KEYS
+    allowed = _TOP_SPEC if spec_read else _TOP
+    for name in [n for n in f if n not in allowed]:
+        del f[name]
+    if "metadata" in f:
+        mv = f["metadata"]
+        if mv.WhichOneof("kind") == "struct_value":
+            mf = mv.struct_value.fields
+            allowed = _META_GEN if spec_read else _META
+            for name in [n for n in mf if n not in allowed]:
+                del mf[name]
+    if k == _COMPONENT or "status" not in f:
         return  # the OCM Component's whole status is read (the gate)
-    _keep(status, ("conditions", "observedGeneration") if spec_read else ("conditions",))
-    conditions = status.fields.get("conditions")
-    if conditions is not None and conditions.WhichOneof("kind") == "list_value":
-        for c in conditions.list_value.values:
-            if c.WhichOneof("kind") == "struct_value":
-                _drop(c.struct_value, CONDITION_CHURN)
+    sv = f["status"]
+    if sv.WhichOneof("kind") != "struct_value":
+        return
+    sf = sv.struct_value.fields
+    allowed = _STATUS_SPEC if spec_read else _STATUS
+    for name in [n for n in sf if n not in allowed]:
+        del sf[name]
+    if "conditions" in sf:
+        cv = sf["conditions"]
+        if cv.WhichOneof("kind") == "list_value":
+            for c in cv.list_value.values:
+                if c.WhichOneof("kind") == "struct_value":
+                    cf = c.struct_value.fields
+                    for name in CONDITION_CHURN:
+                        if name in cf:
+                            del cf[name]
 
 
-_NO_SPEC = ("apiVersion", "kind", "metadata", "status")
-_META_GEN = (*OBSERVED_METADATA_READ, "generation")
+_SPEC_KEYS = frozenset(gates.OBSERVED_SPEC_KEYS)
+_COMPONENT = ocmobjects.key_component()
+_TOP = frozenset(("apiVersion", "kind", "metadata", "status"))
+_TOP_SPEC = _TOP | {"spec"}
+_META = frozenset(OBSERVED_METADATA_READ)
+_META_GEN = _META | {"generation"}
+_STATUS = frozenset(("conditions",))
+_STATUS_SPEC = _STATUS | {"observedGeneration"}
 
 
 def _sub(s: struct_pb2.Struct | None, name: str) -> struct_pb2.Struct | None:
