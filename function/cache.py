@@ -292,7 +292,7 @@ _SHARES = {
     "versions": 8,  # sticky version choices, by (tag list, constraint, previous)
     "digests": 32,  # content digests of immutable inputs, by object identity
     "images": 4,  # image tables, by (descriptor manifest digest, repository, unpinned policy)
-    "structs": 24,  # composed objects' serialized Structs, by their JSON text
+    "structs": 24,  # composed objects' serialized Structs, by their content (marshal)
     "policies": 2,  # parsed function inputs, by their deterministic serialization
     "specs": 4,  # parsed claim specs, by their deterministic serialization
 }
