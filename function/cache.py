@@ -51,6 +51,7 @@ DEFAULT_TTL = 60.0
 DEFAULT_MAX_TTL_ENTRIES = 4096
 DEFAULT_MEMO_BYTES = 176 * MB
 DEFAULT_RESPONSE_BYTES = 256 * MB
+DEFAULT_ALIASES = 100_000  # ~200 B each: one per claim and unchanged content
 UNBOUNDED = 1 << 62
 
 
@@ -468,10 +469,19 @@ class Responses:
         self.max_bytes = max_bytes
         self.stats = ResponseStats()
         self._lru = Lru("responses", max_bytes=max_bytes)
+        # exact content digest -> view key: a request seen before skips the projection. Both
+        # are functions of the content, so an alias is never wrong, only possibly evicted.
+        self._aliases = Lru("response-aliases", max_entries=DEFAULT_ALIASES)
 
     @property
     def enabled(self) -> bool:
         return self.max_bytes > 0
+
+    def alias(self, exact: bytes) -> bytes | None:
+        return self._aliases.get(exact)
+
+    def remember_alias(self, exact: bytes, key: bytes) -> None:
+        self._aliases.put(exact, key, 0)
 
     def lookup(self, key: bytes) -> tuple[bytes, float | None, Any] | None:
         """The stored answer body, how long its facts stay fresh (None: it rests on none) and

@@ -49,9 +49,17 @@ class RawRunFunction:
     async def run(self, request: bytes, _context: grpc.aio.ServicerContext | None) -> bytes:
         started = time.perf_counter()
         req = fnv1.RunFunctionRequest.FromString(request)
-        v = reads.view(req)
-        key = reads.key(v) if self.responses.enabled else None
-        if key is not None:
+        v = None
+        key = None
+        if self.responses.enabled:
+            # The view key of this exact content, if seen before (a claim polled again with
+            # nothing changed: the projection is skipped); else project and remember.
+            exact = reads.exact_key(req)
+            key = self.responses.alias(exact)
+            if key is None:
+                v = reads.view(req)
+                key = reads.key(v)
+                self.responses.remember_alias(exact, key)
             hit = self.responses.lookup(key)
             if hit is not None:
                 body, lifetime, note = hit
@@ -59,6 +67,8 @@ class RawRunFunction:
                 metrics.observe_request("reused", time.perf_counter() - started, ())
                 self.log.debug("reused the answer to the same content", **(note or {}))
                 return _meta(req.meta.tag, min(ttl, self.runner.answer_ttl)) + body
+        if v is None:
+            v = reads.view(req)
         rsp, outcome, facts = await self.runner.compute(v)
         payload = rsp.SerializeToString()
         if key is None:
