@@ -296,6 +296,7 @@ _SHARES = {
     "structs": 24,  # composed objects' serialized Structs, by their content (marshal)
     "policies": 2,  # parsed function inputs, by their deterministic serialization
     "specs": 4,  # parsed claim specs, by their deterministic serialization
+    "observed": 8,  # observed objects' statuses as plain data, by their serialization
 }
 _ENTRIES = {
     "configdata": 1024,

@@ -65,7 +65,8 @@ class Lazy(Mapping[str, Any]):
     """A Struct read as a mapping, each top-level field converted on first access.
 
     The core reads a few fields of each observed object (its Ready condition, the gate's
-    fields, a held spec); converting the rest would be thrown away.
+    fields, a held spec); converting the rest would be thrown away. A status is converted once
+    per distinct content (memo table ``observed``; what it returns is shared: read-only).
     """
 
     __slots__ = ("_done", "_struct")
@@ -82,7 +83,17 @@ class Lazy(Mapping[str, Any]):
         f = self._struct.fields
         if key not in f:
             raise KeyError(key)
-        value = self._done[key] = _value(f[key])
+        raw = f[key]
+        if key == "status":  # read on every reconcile, and mostly unchanged: memoised by content
+            value = memo(
+                "observed",
+                raw.SerializeToString(deterministic=True),
+                lambda: _value(raw),
+                lambda _: 4 * raw.ByteSize() + 200,
+            )
+        else:
+            value = _value(raw)
+        self._done[key] = value
         return value
 
     def __contains__(self, key: object) -> bool:
