@@ -28,7 +28,7 @@ from function.compose import admission, core, gates
 from function.compose.identity import identity_of
 from function.errors import SackError
 from function.requirements import requirements_for
-from function.sources import SourceFactory, claim_repository
+from function.sources import SourceFactory, claim_repository, configdata_schema
 from function.structs import fields, to_dict
 
 
@@ -239,7 +239,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             credentials=req.credentials,
             base_dir=self.base_dir,
         )
-        values = got.values(spec, identity)
+        values = got.values(spec, identity, schema=lambda: configdata_schema(loaded))
         observed = {k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()}
         out = core.compose(
             core.CoreInput(

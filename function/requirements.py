@@ -13,7 +13,7 @@ cannot read another team's data through the function.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from function.api.claim import Spec
 from function.api.policy import Policy
 from function.compose.admission import owned_deploy_namespace
 from function.compose.identity import Identity
+from function.configdata.flatvalues import flat_values, is_flat, not_flat_reason
 from function.errors import InvalidClaim, InvalidValues
 from function.structs import to_dict
 from function.yamlio import load_one
@@ -80,8 +81,14 @@ class Resolved:
     configmap_ref: tuple[str, str] | None = None
     _values: Any = field(default=None, repr=False)
 
-    def values(self, spec: Spec, identity: Identity) -> Mapping[str, Any] | None:
-        """The claim's configuration values: inline, or parsed from its ConfigMap."""
+    def values(
+        self, spec: Spec, identity: Identity, schema: Callable[[], Any] | None = None
+    ) -> Mapping[str, Any] | None:
+        """The claim's configuration values: inline, or parsed from its ConfigMap.
+
+        ``schema`` gives the ConfigData schema (only asked for when a ConfigMap with no key
+        named may be a flat one, :mod:`function.configdata.flatvalues`).
+        """
         v = spec.values
         if v is None:
             return None
@@ -98,9 +105,18 @@ class Resolved:
         data = self.configmap.get("data") or {}
         key = v.configMapRef.key
         if key is None:
+            the_schema = schema() if schema is not None and data else None
+            if the_schema is not None and is_flat(data, the_schema):
+                return flat_values(data, the_schema)
             if len(data) != 1:
+                flat = (
+                    f"; a flat ConfigMap (one key per value) needs every key to be a top-level "
+                    f"scalar property of the ConfigData schema: {not_flat_reason(data, the_schema)}"
+                    if data
+                    else ""
+                )
                 raise InvalidValues(
-                    where, f"has {len(data)} data keys; set spec.values.configMapRef.key"
+                    where, f"has {len(data)} data keys; set spec.values.configMapRef.key{flat}"
                 )
             key = next(iter(data))
         if key not in data:

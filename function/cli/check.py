@@ -106,6 +106,19 @@ def _component_deployables(
     return with_component(source, read, plain_http=plain_http, registry=registry)
 
 
+def _schema(data: bytes) -> Any:
+    """The ConfigData's schema for reading a flat values ConfigMap; None when the ConfigData
+    cannot be read (the check itself reports why).
+    """
+    from function.configdata.model import parse_configdata
+
+    try:
+        conf = parse_configdata(data).configuration
+    except SackError:
+        return None
+    return conf.schema_ if conf is not None else None
+
+
 @click.command("check", epilog=EPILOG)
 @click.option(
     "--config-data",
@@ -187,7 +200,7 @@ def check(
         data = _read(cd_path, "--config-data")
         cv, deployables, findings = None, [], []
         values = (
-            load_values(_read(Path(values_file), "--values"), values_file, key)
+            load_values(_read(Path(values_file), "--values"), values_file, key, _schema(data))
             if values_file
             else None
         )

@@ -96,8 +96,12 @@ def _normalise(name: str) -> str:
     return norm.removeprefix("./")
 
 
-def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
-    """A plain YAML values file, or a ConfigMap whose (``--key``) data entry is a YAML string."""
+def load_values(data: bytes, name: str, key: str | None, schema: Any = None) -> dict[str, Any]:
+    """A plain YAML values file, or a ConfigMap whose (``--key``) data entry is a YAML string,
+    or a flat ConfigMap (one key per value, typed by the ConfigData ``schema``:
+    :mod:`function.configdata.flatvalues`), as the function reads them.
+    """
+    from function.configdata.flatvalues import flat_values, is_flat, not_flat_reason
     from function.yamlio import load_all, load_one
 
     docs = load_all(data, name)
@@ -115,11 +119,15 @@ def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
         if not isinstance(data_map, dict) or not data_map:
             raise InvalidValues(f"values {name}", "ConfigMap has no data entries")
         if key is None:
+            if schema is not None and is_flat(data_map, schema):
+                return flat_values(data_map, schema)
             if len(data_map) != 1:
                 keys = ", ".join(sorted(map(str, data_map)))
                 raise InvalidValues(
                     f"values {name}",
-                    f"ConfigMap has several data keys ({keys}): pick one with --key",
+                    f"ConfigMap has several data keys ({keys}): pick one with --key, or make it "
+                    "flat (one key per value: every key a top-level scalar property of the "
+                    f"ConfigData schema; {not_flat_reason(data_map, schema)})",
                 )
             key = next(iter(data_map))
         if key not in data_map:
@@ -358,7 +366,12 @@ def _run(
         cd_path = Path(config_data)
         cd = parse_configdata(_read(cd_path, "--config-data"), f"ConfigData {cd_path.name}")
         values = (
-            load_values(_read(Path(values_file), "--values"), values_file, key)
+            load_values(
+                _read(Path(values_file), "--values"),
+                values_file,
+                key,
+                cd.configuration.schema_ if cd.configuration else None,
+            )
             if values_file
             else None
         )
