@@ -231,6 +231,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             log.debug("waiting for required resources")
             return False  # Crossplane calls again with them resolved; this answer is discarded
 
+        got.check_release_name(spec, identity)
         loaded = await self.sources.load(
             spec,
             policy,

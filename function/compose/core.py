@@ -90,6 +90,11 @@ def choose_flavour(spec: Spec, deployable: Resource) -> Literal["helm", "kustomi
             f"resource {deployable.name} has type {deployable.type}; set flavour to helm or "
             "kustomize",
         )
+    if flavour == "kustomize" and spec.deploy.releaseName:
+        raise InvalidClaim(
+            "spec.deploy.releaseName",
+            f"names a Helm release, but resource {deployable.name} is deployed with Kustomize",
+        )
     return flavour  # type: ignore[return-value]
 
 

@@ -39,11 +39,19 @@ LABEL_CLAIM_NAME = "sack8s.io/claim-name"
 LABEL_CLAIM_NAMESPACE = "sack8s.io/claim-namespace"
 LABEL_OWNER = "sack8s.io/owner"
 LABEL_DEPLOY_NAMESPACE = "sack8s.io/deploy-namespace"
+#: On a HelmRelease whose release name the claim chose: the (target namespace, release name)
+#: it installs, hashed, so the function can find another claim's release of that name.
+LABEL_RELEASE = "sack8s.io/release"
 ANNOTATION_CLAIM_NAME = "sack8s.io/claim-name"
 ANNOTATION_CLAIM_NAMESPACE = "sack8s.io/claim-namespace"
 MANAGED_BY = "function-sack8s"
 
 _DOMAIN = "sack8s/names/v2"
+
+
+def release_label(target_namespace: str, release_name: str) -> str:
+    """The :data:`LABEL_RELEASE` value of one Helm release (its target namespace and name)."""
+    return digest("release", target_namespace, release_name)
 
 
 @functools.lru_cache(maxsize=8192)
