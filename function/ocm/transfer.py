@@ -17,7 +17,9 @@ FACTS.md`` §4, and the transformation graph it prints with ``--dry-run``):
 * with ``--copy-resources --upload-as ociArtifact`` it is pushed to
   ``<target>/<repository path>:<tag>`` (``ociArtifact/v1``, the digest dropped from the
   reference and kept only in ``resource.digest``);
-* any other access type is left as it is (the CLI skips it).
+* any other access type is left as it is (the CLI skips it);
+* not simulated (not observed): a localBlob with a ``globalAccess``, reported where its
+  reference is needed.
 
 The descriptor digest is unknown after a copying transfer (the descriptor changes), so it is
 left empty there; a transfer without ``--copy-resources`` writes the same bytes (observed:
@@ -39,7 +41,7 @@ from function.ocm.access import (
     parse_image_reference,
     pinned_digest,
 )
-from function.ocm.layout import MANIFEST_TYPES
+from function.ocm.layout import MT_OCI_MANIFEST
 from function.ocm.model import ComponentVersion, Repository, Resource
 from function.ocm.source import resource_key
 
@@ -48,7 +50,7 @@ UPLOAD_AS: tuple[UploadAs, ...] = ("default", "localBlob", "ociArtifact")
 
 #: What the CLI writes for an image copied in as a localBlob (observed for a single-platform
 #: image; a multi-platform one would be an index, pulled by the same ``REPO@digest``).
-COPIED_IMAGE_MEDIA_TYPE = next(t for t in sorted(MANIFEST_TYPES) if "oci.image.manifest" in t)
+COPIED_IMAGE_MEDIA_TYPE = MT_OCI_MANIFEST
 
 
 @dataclass(frozen=True)
@@ -98,12 +100,14 @@ def _resource(cv: ComponentVersion, resource: Resource, transfer: Transfer) -> R
     raw = access.get("type")
     kind = normalize_access_type(raw if isinstance(raw, str) else "")
     if kind == LOCAL_BLOB:
-        # the blob itself moves to the target's component repository; the CLI writes no
-        # globalAccess (FACTS.md §4), so a source's global access does not follow it
-        if "globalAccess" not in access:
+        # the blob itself moves to the target's component repository, same localReference
+        if not access.get("globalAccess"):
             return resource
-        return replace(
-            resource, access=_frozen({k: v for k, v in access.items() if k != "globalAccess"})
+        raise ComponentError(
+            f"component {cv.name}:{cv.version} {resource.describe()}",
+            "a localBlob with a globalAccess (an older writer's) is not simulated: what the OCM "
+            "CLI writes for it after a transfer was not observed; localize the transferred "
+            "component instead",
         )
     if kind != OCI_ARTIFACT or not transfer.copy_resources:
         return resource
