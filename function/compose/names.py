@@ -39,8 +39,8 @@ LABEL_CLAIM_NAME = "sack8s.io/claim-name"
 LABEL_CLAIM_NAMESPACE = "sack8s.io/claim-namespace"
 LABEL_OWNER = "sack8s.io/owner"
 LABEL_DEPLOY_NAMESPACE = "sack8s.io/deploy-namespace"
-#: On a HelmRelease whose release name the claim chose: the (target namespace, release name)
-#: it installs, hashed, so the function can find another claim's release of that name.
+#: On every HelmRelease: the (target namespace, release name) it installs, hashed, so a claim
+#: that chooses a release name finds another claim's release of that name (security.md).
 LABEL_RELEASE = "sack8s.io/release"
 ANNOTATION_CLAIM_NAME = "sack8s.io/claim-name"
 ANNOTATION_CLAIM_NAMESPACE = "sack8s.io/claim-namespace"
