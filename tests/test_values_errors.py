@@ -290,3 +290,50 @@ def test_function_nested_configmap_still_works_and_bad_flat_is_one_fatal():
     assert out.fatal is not None and not out.resources
     assert "set spec.values.configMapRef.key" in out.fatal.message
     assert "'colour' is no such property" in out.fatal.message
+
+
+# ---------------------------------------------------------------- unused values
+
+
+def test_unused_value_warning_says_did_you_mean(tmp_path):
+    """A schema that allows other keys lets a typo through: it lands nowhere, and the warning
+    that says so names the key the team probably meant."""
+    cd = write_cd(tmp_path, {"type": "object"}, {"replicas": 1})
+    (tmp_path / "v.yaml").write_text("replicsa: 3\n")
+    r = run(
+        "configure",
+        "--config-data",
+        str(cd),
+        "--values",
+        str(tmp_path / "v.yaml"),
+        "--root",
+        str(tmp_path),
+        "d.yaml",
+    )
+    assert r.exit_code == 0, r.stderr
+    assert "never applied: replicsa (did you mean 'replicas'?)" in r.stderr
+
+
+def test_the_function_unused_values_warning_says_did_you_mean(tmp_path, monkeypatch):
+    from support.ctfedit import bundled_configdata, with_configdata
+
+    monkeypatch.chdir(REPO)
+    text = bundled_configdata().replace("    additionalProperties: false\n", "", 1)
+    assert "additionalProperties" not in text
+    ctf = with_configdata(tmp_path / "ctf", text)
+    xr = load_docs(["examples/xr.yaml"])[0]
+    xr["spec"]["values"] = {"inline": {"replicsa": 3, "message": "hi"}}
+    (tmp_path / "xr.yaml").write_text(yaml.safe_dump(xr))
+    r = run(
+        "render",
+        str(tmp_path / "xr.yaml"),
+        "--composition",
+        "examples/composition.yaml",
+        "--component",
+        str(ctf),
+        "--observed",
+        "examples/observed/helm",
+    )
+    assert r.exit_code == 0, r.stderr
+    (w,) = [x for x in r.stderr.splitlines() if "UnusedValues" in x]
+    assert "not applied: replicsa (did you mean 'replicas'?)" in w

@@ -424,10 +424,12 @@ def _run(
             suggestions(load_file(result.text, name).docs, result.changes) if result.changes else ()
         )
         unused: tuple[str, ...] = ()
+        hint = ""
         if configure:
-            from function.configdata.unused import unused_values  # loads jsonschema
+            from function.configdata.unused import unused_hint, unused_values  # jsonschema
 
             unused = unused_values(cd, values)
+            hint = unused_hint(cd, unused)
     except Failure as e:
         _fail(str(e))
     except SackError as e:
@@ -458,6 +460,7 @@ def _run(
         _log(
             f"warning: {len(unused)} value(s) reach no configuration rule of the ConfigData "
             f"(for any file), so they are never applied: {', '.join(unused)}"
+            + (f" ({hint})" if hint else "")
         )
     if not result.changes:
         _log(

@@ -168,7 +168,8 @@ def unused_values_note(
     message = (
         f"{len(mutation.unused_values)} value(s) reach no configuration rule of ConfigData "
         f"(resource {cd.name}) for the {what}, so they are not applied: {paths} "
-        "(status.configData.unusedValues; status.configData.skipped lists the rules for files "
+        + (f"({mutation.unused_hint}) " if mutation.unused_hint else "")
+        + "(status.configData.unusedValues; status.configData.skipped lists the rules for files "
         "outside the deployed resource)"
     )
     if policy.configData.unusedValues == "Fatal":
