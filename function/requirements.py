@@ -163,13 +163,16 @@ class Resolved:
 
 
 def requirements_for(spec: Spec, identity: Identity, policy: Policy | None = None) -> Requirements:
-    """The target Namespaces, the deploy namespace the claim composes (with ``policy``), and
-    the values ConfigMap.
+    """The target Namespaces, the deploy namespace the claim composes (with ``policy``), the
+    tenant namespace a claimless XR's ``sack8s.io/tenant`` label names, and the values
+    ConfigMap.
     """
     cm = None
     if spec.values and spec.values.configMapRef:
         cm = (values_namespace(spec, identity), spec.values.configMapRef.name)
     wanted = {ns.name for ns in spec.namespaces}
+    if identity.tenant_from_label:  # a claimless XR's tenant label must name a live namespace
+        wanted.add(identity.tenant)
     deploy = owned_deploy_namespace(policy, identity) if policy is not None else None
     if deploy:
         wanted.add(deploy)

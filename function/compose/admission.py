@@ -92,14 +92,19 @@ def owned_deploy_namespace(policy: Policy, identity: Identity) -> str | None:
 
 def check_namespaces(
     spec: Spec, policy: Policy, deploy_ns: str, identity: Identity | None = None
-) -> None:
-    """Name-only tenancy checks (tenancy.py); the live ones run when Namespaces are composed."""
-    tenancy.check_names(spec, policy, identity or Identity("", "", "", is_claim=False), deploy_ns)
+) -> list[str]:
+    """Name-only tenancy checks (tenancy.py); the live ones run when Namespaces are composed.
+    Returns the Warnings of an ambiguous namespace pattern ops accepted.
+    """
+    warnings = tenancy.check_names(
+        spec, policy, identity or Identity("", "", "", is_claim=False), deploy_ns
+    )
     hit = tenancy.forbidden_pattern(policy, deploy_ns)
     if hit:
         raise InvalidPolicy(
             "deployNamespace", f"deploy namespace {deploy_ns!r} is forbidden (matches {hit!r})"
         )
+    return warnings
 
 
 _OCI_TYPES = {"oci", "ociregistry"}
@@ -138,7 +143,7 @@ def check_deploy_path(spec: Spec) -> None:
     """``deploy.path`` stays inside the deployable: relative, plain segments, no ``..``."""
     path = spec.deploy.path
     body = path[2:] if path.startswith("./") else ("" if path == "." else path)
-    body = body[:-1] if body.endswith("/") else body
+    body = body[:-1] if body.endswith("/") and body != "/" else body
     if not body:
         return
     for seg in body.split("/"):
@@ -340,6 +345,8 @@ class Admission:
 
     deploy_namespace: str
     registry: RegistryPolicy  # the policy entry for the component repository's host
+    # Warnings every composition of this claim carries (an ambiguous pattern ops accepted).
+    warnings: tuple[str, ...] = ()
 
 
 def admit(spec: Spec, policy: Policy, identity: Identity, repository: Repository) -> Admission:
@@ -348,7 +355,7 @@ def admit(spec: Spec, policy: Policy, identity: Identity, repository: Repository
     """
     gates.check_version(spec, policy)
     deploy_ns = deploy_namespace(policy, identity)
-    check_namespaces(spec, policy, deploy_ns, identity)
+    warnings = check_namespaces(spec, policy, deploy_ns, identity)
     registry = registry_for(
         policy, repository.host, plain_http=repository.plain_http, where="spec.component.repository"
     )
@@ -356,4 +363,4 @@ def admit(spec: Spec, policy: Policy, identity: Identity, repository: Repository
     check_release_name(spec, identity)
     check_secrets(spec, policy, identity)
     check_rbac(spec, policy)
-    return Admission(deploy_ns, registry)
+    return Admission(deploy_ns, registry, tuple(warnings))
