@@ -40,9 +40,10 @@ XR_STATUS_READ = ("component", "warnings", "blockedBy", "deploy")
 XR_READ = ("apiVersion", "kind", "metadata", "spec", "status")
 #: Metadata that changes on every write without the object changing: never read, on any object.
 METADATA_CHURN = ("resourceVersion", "managedFields")
-#: An observed composed object's metadata as read: its identity and ownership marks, and for
+#: An observed composed object's metadata as read: its identity and ownership marks (labels,
+#: annotations, Crossplane's controller reference: namespaces.observed_own), and for
 #: the objects whose spec is read (``gates.OBSERVED_SPEC_KEYS``) the generation the gate compares.
-OBSERVED_METADATA_READ = ("name", "namespace", "labels", "annotations")
+OBSERVED_METADATA_READ = ("name", "namespace", "labels", "annotations", "ownerReferences")
 #: What a condition carries that is read (everything but when it last changed).
 CONDITION_CHURN = ("lastTransitionTime", "lastUpdateTime", "lastHeartbeatTime")
 
