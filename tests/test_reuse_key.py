@@ -159,6 +159,9 @@ READ: dict[str, Callable[[fnv1.RunFunctionRequest], None]] = {
         "namespace-a:metadata.labels", "p", "sack8s.io/owner"
     ),
     "an observed object's annotation": _set("externalsecret-s:metadata.annotations.k", "w"),
+    "an observed object's controller reference": _set(
+        "namespace-a:metadata.ownerReferences", [{"controller": True, "uid": "x"}]
+    ),
     "the OCM Component's digest": _set(f"{COMPONENT}:status.component.digest.value", "bb"),
     "the OCM Component's generation": _set(f"{COMPONENT}:metadata.generation", 3),
     "the OCM Component's spec": _set(f"{COMPONENT}:spec.semver", "1.1.0"),
