@@ -55,6 +55,14 @@ def push_versions(host: str, size: wl.Size) -> str:
     return base
 
 
+def push_versions_at(host: str, size: wl.Size, suffix: str) -> str:
+    """Another component's VERSIONS (other content, other digests) under another base."""
+    base = wl.base_of(size) + "-fleet" + suffix
+    for v in VERSIONS:
+        wl.push(host, wl.build_component(size, v, mark=base), base)
+    return base
+
+
 def claim_xr(size: wl.Size, host: str, base: str, i: int) -> dict[str, Any]:
     xr = wl.xr_for(size, host, base, name=f"c{i:05d}")
     xr["spec"]["component"]["version"] = VERSIONS[i % len(VERSIONS)]

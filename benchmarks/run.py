@@ -706,6 +706,148 @@ def run_fleets(
     return out
 
 
+def run_crossplane(
+    exe: dict[str, list[str]],
+    host: str,
+    prepared: dict[str, Prepared],
+    answers: dict[str, Path],
+    quick: bool,
+    details: dict[str, Any],
+    many: int | None = None,
+) -> dict[str, Any]:
+    """What Crossplane sends (benchmarks/realistic.py): single claims, the fleet mix and
+    10,000 claims, each call a fresh Go serialization with Crossplane's tag, three servers
+    rotated round by round.
+    """
+    import realistic as xp
+    import wire
+
+    try:
+        exe_path, build_s = wire.build(timeout=420)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        if STRICT:
+            raise SystemExit(f"the Go re-serializer could not be built in strict mode: {e}") from e
+        unmeasured(details, "crossplane requests (no Go re-serializer)", e)
+        return {}
+    gowire = wire.GoWire(exe_path)
+    out: dict[str, Any] = {"go_build_s": build_s}
+    print(f"\ncrossplane-wire built in {build_s:.0f} s (Go, module proxy)", flush=True)
+
+    def start(floor_answer: Path) -> dict[str, Server]:
+        servers: dict[str, Server] = {}
+        for name, argv in (
+            ("sack8s", exe["sack8s"]),
+            (COMPUTE, exe[COMPUTE]),
+            ("floor", floor_argv(floor_answer)),
+        ):
+            servers[name] = Server(name, argv).start(REPO)
+        return servers
+
+    def stop(servers: dict[str, Server]) -> dict[str, float]:
+        rss = {n: proc_rss_mb(s.pid) for n, s in servers.items()}
+        for s in servers.values():
+            s.stop()
+        return rss
+
+    try:
+        first = next(iter(prepared.values()))
+        out["proof"] = wire.prove(gowire, first.requests["sack8s"])
+        print(f"  Go re-serializer: {out['proof']}", flush=True)
+        # single claims
+        rounds = 3 if quick else 10
+        per_round = {"small": 30, "medium": 20, "large": 3}
+        for n, p in prepared.items():
+            k = 4 if quick else per_round.get(n, 10)
+            plain = fnv1.RunFunctionRequest()
+            plain.CopyFrom(p.requests["sack8s"])
+            plain.ClearField("meta")
+            bodies = gowire.serialize([plain.SerializeToString()], (rounds + 1) * k)
+            servers = start(answers[n])
+            try:
+                xp.rotate(servers, [bodies[:k]], proc_cpu, None)  # warm-up
+                measured: dict[str, xp.Measured] = {}
+                ttls = xp.rotate(servers, xp.slices(bodies[k:], k), proc_cpu, measured)
+            finally:
+                rss = stop(servers)
+            tags = [[xp.tag_of(bodies[0])] * 100]
+            share = xp.crossplane_cache_share(tags, [[ttls[-1][-1]] * 100])
+            out[f"single {n}"] = s = xp.summary(measured, rss, share)
+            print(xp.line(f"single {n}", s), flush=True)
+        # the fleet mix, and 10,000 distinct claims over six component versions
+        plans = [("fleet mix", 40 if quick else 300, 3 if quick else 6, True, 1)]
+        many = (60 if quick else 10000) if many is None else many
+        if many > 0:
+            plans.append(("many claims", many, 2, False, 2))
+        medium = wl.SIZES["medium"]
+        for label, claims, passes, mix, repos in plans:
+            bases = [fleet.push_versions(host, medium)]
+            if repos > 1:
+                bases.append(fleet.push_versions_at(host, medium, "-b"))
+            servers = start(answers["medium"]) if "medium" in answers else None
+            if servers is None:
+                break
+            try:
+                t0 = time.perf_counter()
+                steady = asyncio.run(
+                    xp.first_reconciles(servers[COMPUTE].port, medium, host, bases, claims)
+                )
+                first_s = time.perf_counter() - t0
+                measured = {}
+                tags, ttls, counts = [], [], []
+                for p_ in range(passes):
+                    raw, c = xp.mix_pass(steady, p_) if mix else xp.same_pass(steady)
+                    bodies = gowire.serialize(raw)
+                    del raw
+                    got = xp.rotate(
+                        servers,
+                        xp.slices(bodies, max(1, claims // (10 if quick else 20))),
+                        proc_cpu,
+                        measured if p_ > 0 else None,  # pass 0 fills whatever is cached
+                    )
+                    tags.append([xp.tag_of(b) for b in bodies])
+                    ttls.append([t for r in got for t in r])
+                    counts.append(c)
+                    del bodies
+            finally:
+                rss = stop(servers)
+            share = xp.crossplane_cache_share(tags, ttls)
+            s = xp.summary(measured, rss, share)
+            s.update({"claims": claims, "passes": passes, "changes": counts, "first_s": first_s})
+            out[f"{label} x{claims}"] = s
+            print(xp.line(f"{label} x{claims}", s), flush=True)
+    except (grpc.RpcError, RuntimeError, OSError, subprocess.CalledProcessError) as e:
+        unmeasured(details, "crossplane requests", e)
+    finally:
+        gowire.close()
+    return out
+
+
+def print_crossplane(xp: dict[str, Any]) -> None:
+    """The headline: what Crossplane sends, and what 10,000 claims polled once a minute cost."""
+    print("\nwhat Crossplane sends (fresh Go-order bytes, Crossplane's tag; servers rotated):")
+    per_s = 10000 / 60
+    for label, s in xp.items():
+        if not isinstance(s, dict) or "floor" not in s:
+            continue
+        print(
+            f"  {label:22} "
+            + ", ".join(
+                f"{n} {s[n]['cpu_ms_per_request']:.2f} ms ({s[n]['x_floor']:.2f}x floor, "
+                f"RSS {s[n]['rss_mb']:.0f} MB)"
+                for n in ("sack8s", COMPUTE, "floor")
+                if n in s
+            )
+            + f"; Crossplane's cache: {100 * s['crossplane_cache_share']:.0f} %"
+        )
+        if label.startswith(("fleet mix", "many claims")):
+            cores = {n: per_s * s[n]["cpu_ms_per_request"] / 1000 for n in ("sack8s", COMPUTE)}
+            print(
+                f"  {'':22} 10,000 claims polled once a minute: {cores['sack8s']:.2f} cores "
+                f"(reuse on), {cores[COMPUTE]:.2f} cores (compute path); with Crossplane's "
+                f"cache on, {cores['sack8s'] * (1 - s['crossplane_cache_share']):.2f} cores"
+            )
+
+
 def print_fleets(fleets: dict[str, Any], results: dict[str, Any]) -> None:
     print("\nfleets of distinct claims (round-robin, concurrency 8; last pass):")
     for mode, by in fleets.items():
@@ -744,14 +886,16 @@ def main() -> int:
     ap.add_argument("--servers", default=",".join(SERVERS))
     ap.add_argument(
         "--fleet",
-        default=True,
+        default=False,
         action=argparse.BooleanOptionalAction,
-        help="also measure fleets of distinct claims (default on)",
+        help="servers phase: also the older fleets of byte-identical requests (default off; "
+        "the crossplane phase measures fleets as Crossplane sends them)",
     )
     ap.add_argument(
         "--phases",
-        default="servers,startup",
-        help="servers (RunFunction CPU, peers, scaling, memory, fleets) and/or startup "
+        default="crossplane,servers,startup",
+        help="crossplane (what Crossplane sends: Go-order bytes, churn, fleets; the headline), "
+        "servers (RunFunction CPU of the peers on one request, scaling, memory) and/or startup "
         "(sack8s command start-up)",
     )
     ap.add_argument(
@@ -759,6 +903,13 @@ def main() -> int:
         type=Path,
         metavar="DIR",
         help="a source tree of an older commit: startup figures before/after, paired",
+    )
+    ap.add_argument(
+        "--many-claims",
+        type=int,
+        default=None,
+        help="crossplane phase: distinct claims of the many-claims fleet (default 10000, "
+        "--quick 60; 0 skips it)",
     )
     ap.add_argument("--startup-json", type=Path, help="write the startup figures here as JSON")
     args = ap.parse_args()
@@ -790,10 +941,12 @@ def main() -> int:
                 )
                 + "\n"
             )
-    if "servers" not in phases:
+    if not phases & {"servers", "crossplane"}:
         return 0
 
     servers = [s for s in args.servers.split(",") if s]
+    if "servers" not in phases:  # the crossplane phase runs sack8s (both modes) and the floor
+        servers = ["sack8s", COMPUTE, "floor"]
     reg_bin = find_binary()
     if reg_bin is None:
         raise SystemExit(
@@ -841,7 +994,9 @@ def main() -> int:
     try:
         names = [w for w in args.workloads.split(",") if w]
         factors = (1, 10) if args.quick else wl.SCALING_FACTORS
-        scale_sizes = {f"x{f}": wl.SCALING_BASE.scaled(f) for f in factors}
+        scale_sizes = (
+            {f"x{f}": wl.SCALING_BASE.scaled(f) for f in factors} if "servers" in phases else {}
+        )
         for size in [*(wl.SIZES[n] for n in names), *scale_sizes.values()]:
             wl.push(reg.host, wl.build_component(size), wl.base_of(size))
         prepared = {
@@ -853,12 +1008,19 @@ def main() -> int:
         }
         for n, p in prepared.items():
             details["cold_warm"][n] = p.cold
-            details["inprocess"][n] = inprocess_latency(p, budget.inproc_n)
+            if "servers" in phases:
+                details["inprocess"][n] = inprocess_latency(p, budget.inproc_n)
             results[n] = {}
         answers = {}
         for n, p in {**prepared, **scale_prep}.items():
             answers[n] = tmp / f"answer-{n}.json"
             answers[n].write_text(json.dumps(p.answer))
+        if "crossplane" in phases:
+            details["crossplane"] = run_crossplane(
+                exe, reg.host, prepared, answers, args.quick, details, args.many_claims
+            )
+        if "servers" not in phases:
+            servers = []
         for s in servers:
             for n, p in prepared.items():
                 argv = exe.get(s) or floor_argv(answers[n])
@@ -910,7 +1072,7 @@ def main() -> int:
         scaling = {"base": wl.SCALING_BASE.__dict__, "series": series}
         details["scaling"] = scaling
         # memory: RSS after 1k vs 20k requests (medium)
-        if "sack8s" in servers and "medium" in prepared:
+        if "sack8s" in servers and "medium" in prepared and "servers" in phases:
             first, total = (100, 1000) if args.quick else (1000, 20000)
             try:
                 srv = Server("sack8s", exe["sack8s"]).start(REPO)
@@ -974,6 +1136,8 @@ def main() -> int:
         )
     if details.get("fleet"):
         print_fleets(details["fleet"], results)
+    if details.get("crossplane"):
+        print_crossplane(details["crossplane"])
     for u in details.get("unmeasured", []):
         loud(f"NOT MEASURED: {u['phase']}: {u['error']}")
     elapsed = time.time() - started

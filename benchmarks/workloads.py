@@ -175,10 +175,12 @@ def image_digest(i: int) -> str:
     return sha(f"benchmark image {i}".encode())
 
 
-def build_component(size: Size, version: str = VERSION) -> Component:
+def build_component(size: Size, version: str = VERSION, mark: str = "") -> Component:
     files = {f"deploy-{i}.yaml": _deployment(i) for i in range(size.images)}
     if version != VERSION:  # another version of the same component: other manifest bytes
         files["deploy-0.yaml"] += f"# {COMPONENT} {version}\n"
+    if mark:  # another component's content (its own digests, nothing shared in the caches)
+        files["deploy-0.yaml"] += f"# {mark}\n"
     files["kustomization.yaml"] = (
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
         + "".join(f"  - deploy-{i}.yaml\n" for i in range(size.images))

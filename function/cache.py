@@ -19,9 +19,10 @@ operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``
   for the duration of a request (:meth:`Memos.active`) and :func:`memo` looks them up; with
   none bound, nothing is memoised (the CLI, a direct call in a test).
 
-* :class:`Responses`, whole **serialized answers**, keyed by the SHA-256 of the serialized
-  request and kept with the short-lived facts they rest on (see the class): the steady-state
-  reconcile of an unchanged claim costs a hash and a lookup.
+* :class:`Responses`, whole **serialized answers**, keyed by the content of the request the
+  function reads (function/reads.py) and kept with the short-lived facts they rest on (see
+  the class): the steady-state reconcile of an unchanged claim costs a parse, a projection, a
+  hash and a lookup.
 
 Errors are never cached: invalid input is re-checked, and reported, on every call. What a
 memo returns must not be mutated (frozen models, the Flux mutation) or is a fresh copy
@@ -50,6 +51,7 @@ DEFAULT_TTL = 60.0
 DEFAULT_MAX_TTL_ENTRIES = 4096
 DEFAULT_MEMO_BYTES = 176 * MB
 DEFAULT_RESPONSE_BYTES = 256 * MB
+DEFAULT_ALIASES = 100_000  # ~200 B each: one per claim and unchanged content
 UNBOUNDED = 1 << 62
 
 
@@ -237,6 +239,11 @@ class Cache:
         entry = self._short.peek(key)
         return entry is not None and entry[1] > self._clock() and entry[0] == value
 
+    def remaining(self, key: Hashable) -> float:
+        """Seconds the short-lived entry under ``key`` stays fresh (0 when absent or expired)."""
+        entry = self._short.peek(key)
+        return 0.0 if entry is None else max(0.0, entry[1] - self._clock())
+
     def peek_immutable(self, key: Hashable) -> Any | None:
         entry = self._immutable.get(key)
         return None if entry is None else entry[0]
@@ -286,6 +293,10 @@ _SHARES = {
     "versions": 8,  # sticky version choices, by (tag list, constraint, previous)
     "digests": 32,  # content digests of immutable inputs, by object identity
     "images": 4,  # image tables, by (descriptor manifest digest, repository, unpinned policy)
+    "structs": 24,  # composed objects' serialized Structs, by their content (marshal)
+    "policies": 2,  # parsed function inputs, by their deterministic serialization
+    "specs": 4,  # parsed claim specs, by their deterministic serialization
+    "observed": 8,  # observed objects' statuses as plain data, by their serialization
     "selfcontained": 1,  # remote references found in a deployable, by its files' digest
 }
 _ENTRIES = {
@@ -295,6 +306,7 @@ _ENTRIES = {
     "versions": 4096,
     "digests": 256,
     "images": 1024,
+    "policies": 256,
 }
 
 _ACTIVE: ContextVar[Memos | None] = ContextVar("sack8s_memos", default=None)
@@ -380,13 +392,33 @@ def memo(table: str, key: Hashable | None, compute: Callable[[], T], size: Calla
 
 @dataclass
 class Facts:
-    """What one request's answer rests on besides its own bytes: the short-lived registry
-    facts it read (tag lists, tag -> digest), and whether anything it read cannot be
+    """What one request's answer rests on besides its request content: the short-lived
+    registry facts it read (tag lists, tag -> digest), and whether anything it read cannot be
     re-checked cheaply (a local mirror's files), which makes the answer unrepeatable.
     """
 
     seen: list[tuple[Cache, Hashable, Any]]
     unrepeatable: str | None = None
+
+    def lifetime(self, ceiling: float) -> float:
+        """Seconds this answer stays right as far as the registry is concerned: until the
+        first fact it rests on expires (what ``--tag-ttl`` allows), at most ``ceiling``; 0
+        when unrepeatable.
+        """
+        if self.unrepeatable is not None:
+            return 0.0
+        return min([ceiling, *(cache.remaining(k) for cache, k, _ in self.seen)])
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Facts]:
+    """Collect the facts of the answer computed inside (context-local, like the memos)."""
+    facts = Facts(seen=[])
+    token = _FACTS.set(facts)
+    try:
+        yield facts
+    finally:
+        _FACTS.reset(token)
 
 
 _FACTS: ContextVar[Facts | None] = ContextVar("sack8s_facts", default=None)
@@ -417,29 +449,46 @@ class ResponseStats:
 
 
 class Responses:
-    """Serialized answers, keyed by the SHA-256 of the serialized request.
+    """Serialized answers, keyed by the content of the request the function reads.
 
-    Crossplane reconciles every claim about once a minute, and in steady state sends the same
-    request bytes each time. The answer is a pure function of those bytes and of the
+    Crossplane reconciles every claim about once a minute and never sends the same bytes
+    twice (Go writes protobuf maps in random order), but in steady state the *content* the
+    function reads is unchanged. The key is :func:`function.reads.key` of the request's view
+    (what the function reads, and nothing else: churn such as ``resourceVersion`` or an
+    unrelated status field still hits); the answer is a pure function of that view and of the
     short-lived registry facts read while computing it (content read by digest never
-    changes), so the serialized answer is kept with those facts and served again while every
-    one of them is still cached, fresh and equal in the storage cache. Anything else -- a
-    changed observed object, status, credential, input, context or tag -- changes the key
+    changes), so the serialized answer -- without its ``meta``, which names the request and is
+    written afresh for every call -- is kept with those facts and served again while every
+    one of them is still cached, fresh and equal in the storage cache. Anything the function
+    reads changing -- an observed object's readiness or marks, the XR's spec or the status it
+    reads back, a credential, the input, the context, a required resource -- changes the key
     or a fact, and the answer is computed again. Answers carrying a Fatal, answers that wait
-    for required resources and answers that read local files are never kept.
+    for required resources, answers that read local files and answers whose facts have
+    already expired (``--tag-ttl 0``) cannot be hit and are never kept.
     """
 
     def __init__(self, max_bytes: int = DEFAULT_RESPONSE_BYTES) -> None:
         self.max_bytes = max_bytes
         self.stats = ResponseStats()
         self._lru = Lru("responses", max_bytes=max_bytes)
+        # exact content digest -> view key: a request seen before skips the projection. Both
+        # are functions of the content, so an alias is never wrong, only possibly evicted.
+        self._aliases = Lru("response-aliases", max_entries=DEFAULT_ALIASES)
 
-    @staticmethod
-    def key(request: bytes) -> bytes:
-        return hashlib.sha256(request).digest()
+    @property
+    def enabled(self) -> bool:
+        return self.max_bytes > 0
 
-    def lookup(self, key: bytes) -> tuple[bytes, Any] | None:
-        """The stored answer and its note (what to log), if every fact it rests on holds."""
+    def alias(self, exact: bytes) -> bytes | None:
+        return self._aliases.get(exact)
+
+    def remember_alias(self, exact: bytes, key: bytes) -> None:
+        self._aliases.put(exact, key, 0)
+
+    def lookup(self, key: bytes) -> tuple[bytes, float | None, Any] | None:
+        """The stored answer body, how long its facts stay fresh (None: it rests on none) and
+        its note (what to log), if every fact it rests on holds.
+        """
         if self.max_bytes <= 0:
             return None
         entry = self._lru.get(key)
@@ -451,20 +500,15 @@ class Responses:
             self._lru.pop(key)
             return None
         self.stats.reused += 1
-        return zlib.decompress(packed), note
-
-    @contextlib.contextmanager
-    def recording(self) -> Iterator[Facts]:
-        """Collect the facts of the answer computed inside (context-local, like the memos)."""
-        facts = Facts(seen=[])
-        token = _FACTS.set(facts)
-        try:
-            yield facts
-        finally:
-            _FACTS.reset(token)
+        lifetime = min((cache.remaining(k) for cache, k, _ in facts), default=None)
+        return zlib.decompress(packed), lifetime, note
 
     def store(self, key: bytes, payload: bytes, facts: Facts, note: Any = None) -> bool:
-        if self.max_bytes <= 0 or facts.unrepeatable is not None:
+        if (
+            self.max_bytes <= 0
+            or facts.unrepeatable is not None
+            or any(not cache.still_holds(k, v) for cache, k, v in facts.seen)
+        ):
             self.stats.refused += 1
             return False
         deps = tuple({(id(c), k): (c, k, v) for c, k, v in facts.seen}.values())

@@ -13,80 +13,37 @@ import logging as stdlogging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import grpc
 import structlog
-from crossplane.function import logging, resource, response
+from crossplane.function import logging, response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
 from function import budgets, metrics
 from function.api.parse import parse_policy, parse_spec
-from function.cache import Memos
-from function.compose import admission, core, gates, names
+from function.cache import Facts, Memos, memo, recording
+from function.compose import admission, core
 from function.compose.identity import identity_of
 from function.errors import SackError
+from function.reads import view
 from function.requirements import requirements_for
-from function.sources import SourceFactory, claim_repository
-from function.structs import fields, to_dict
+from function.sources import SourceFactory, claim_repository, configdata_schema
+from function.structs import Lazy, put, to_dict
 
 
 def _struct(msg: Any) -> dict[str, Any]:
     return to_dict(msg)
 
 
-# What the function reads back from its own XR status: the sticky version (component), what
-# was already reported (warnings, blockedBy) and the version the Flux objects carry (deploy).
-XR_STATUS_READ = ("component", "warnings", "blockedBy", "deploy")
-
-
 def _observed_xr(res: Any) -> dict[str, Any]:
-    """The observed XR as far as the function reads it: identity, spec, and the parts of
-    its status in ``XR_STATUS_READ`` — not the rest (images, substitutions), which would only
-    be converted to be thrown away.
+    """The observed XR of a request view (function/reads.py: identity, spec, the status it
+    reads back) as plain data.
     """
-    out = fields(res, ("apiVersion", "kind", "metadata", "spec"))
-    if "status" in res.fields:
-        out["status"] = fields(res.fields["status"].struct_value, XR_STATUS_READ)
-    return out
-
-
-def _observed_resource(key: str, res: Any) -> dict[str, Any]:
-    """An observed composed resource as far as the core reads it: its kind and status
-    (readiness, the OCM gate); its presence is what keeps it from being dropped. For the Flux
-    objects and the OCM Component also spec and generation (what a closed gate keeps, what
-    the Component verifies).
-    """
-    if key not in gates.OBSERVED_SPEC_KEYS:
-        out = fields(res, ("apiVersion", "kind", "status"))
-        if out.get("kind") == "Namespace":  # ownership is proven, never inferred from a key
-            out["metadata"] = _ownership_marks(res)
-        return out
-    out = fields(res, ("apiVersion", "kind", "status", "spec"))
-    meta = res.fields["metadata"].struct_value if "metadata" in res.fields else None
-    if meta is not None and "generation" in meta.fields:
-        out["metadata"] = fields(meta, ("generation",))
-    return out
-
-
-_MARK_LABELS = (names.LABEL_OWNER,)
-_MARK_ANNOTATIONS = (names.ANNOTATION_CLAIM_NAME, names.ANNOTATION_CLAIM_NAMESPACE)
-
-
-def _ownership_marks(res: Any) -> dict[str, Any]:
-    """An observed object's name and ownership marks (namespaces.observed_own): the proof
-    that what is observed under a key is the object this claim composed.
-    """
-    if "metadata" not in res.fields:
-        return {}
-    meta = res.fields["metadata"].struct_value
-    out = fields(meta, ("name", "ownerReferences"))
-    for part, wanted in (("labels", _MARK_LABELS), ("annotations", _MARK_ANNOTATIONS)):
-        if part in meta.fields:
-            out[part] = fields(meta.fields[part].struct_value, wanted)
-    return out
+    return to_dict(res)
 
 
 def _result(rsp: fnv1.RunFunctionResponse, severity: int, reason: str, message: str) -> None:
@@ -191,6 +148,13 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     base_dir: Path = field(default_factory=Path.cwd)
     memos: Memos = field(default_factory=Memos)
 
+    @property
+    def answer_ttl(self) -> float:
+        """The longest ``meta.ttl`` of an answer: how long a tag fact may be trusted
+        (``--tag-ttl``); an answer resting on a fact read earlier gets what is left of it.
+        """
+        return max(0.0, float(self.sources.cache.ttl))
+
     def __post_init__(self) -> None:
         self.log = logging.get_logger()
         metrics.watch_cache(self.sources.cache)
@@ -207,8 +171,26 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
 
     async def answer(self, req: fnv1.RunFunctionRequest) -> tuple[fnv1.RunFunctionResponse, str]:
         """The response and how it ended: ``composed``, ``waiting`` (for required resources)
-        or ``fatal`` -- the gRPC edge keeps only ``composed`` answers for identical requests.
+        or ``fatal`` -- the gRPC edge keeps only ``composed`` answers.
         """
+        rsp, outcome, _facts = await self.compute(view(req))
+        return rsp, outcome
+
+    async def compute(
+        self, req: fnv1.RunFunctionRequest
+    ) -> tuple[fnv1.RunFunctionResponse, str, Facts]:
+        """:meth:`answer` on a request view (function/reads.py), with the registry facts the
+        answer rests on. ``meta.ttl`` is chosen, not defaulted: while those facts stay fresh
+        (at most ``--tag-ttl``) for a composed answer, 0 for one that waits for required
+        resources, carries a Fatal or read a local mirror (Crossplane must call again).
+        """
+        with recording() as facts:
+            rsp, outcome = await self._answer(req)
+        ttl = facts.lifetime(self.answer_ttl) if outcome == "composed" else 0.0
+        rsp.meta.ttl.FromTimedelta(timedelta(seconds=round(ttl)))
+        return rsp, outcome, facts
+
+    async def _answer(self, req: fnv1.RunFunctionRequest) -> tuple[fnv1.RunFunctionResponse, str]:
         rsp = response.to(req)
         xr = _observed_xr(req.observed.composite.resource)
         context = log_context(xr, req.meta.tag)
@@ -254,8 +236,20 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         xr: dict[str, Any],
         log: Any,
     ) -> bool:
-        policy = parse_policy(_struct(req.input) if req.HasField("input") else {})
-        spec = parse_spec(xr)
+        policy = memo(
+            "policies",
+            req.input.SerializeToString(deterministic=True) if req.HasField("input") else b"",
+            lambda: parse_policy(_struct(req.input) if req.HasField("input") else {}),
+            lambda _: 20_000,
+        )
+        fields = req.observed.composite.resource.fields
+        spec_value = fields["spec"] if "spec" in fields else None
+        spec = memo(
+            "specs",
+            spec_value.SerializeToString(deterministic=True) if spec_value is not None else None,
+            lambda: parse_spec(xr),
+            lambda _: 20_000,
+        )
         identity = identity_of(xr)
         repository = claim_repository(spec)
         admitted = admission.admit(spec, policy, identity, repository)
@@ -275,6 +269,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             return False  # Crossplane calls again with them resolved; this answer is discarded
         log.debug("required resources resolved", required=sorted(req.required_resources))
 
+        got.check_release_name(spec, identity)
         loaded = await self.sources.load(
             spec,
             policy,
@@ -289,8 +284,10 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             deployable=loaded.deployable.name if loaded.deployable else None,
             configdata=loaded.configdata.name if loaded.configdata else None,
         )
-        values = got.values(spec, identity)
-        observed = {k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()}
+        values = got.values(spec, identity, schema=lambda: configdata_schema(loaded))
+        # What the view holds of each observed object (function/reads.py: readiness, the gate's
+        # fields, ownership marks), each top-level field converted when first read.
+        observed = {k: Lazy(v.resource) for k, v in req.observed.resources.items()}
         # The core works on tenant content (ConfigData, schema, values, manifests) within the
         # budgets of function.budgets; run in a worker thread, one render never holds the event
         # loop, so other tenants' requests keep being read, answered from the response cache
@@ -311,11 +308,11 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             ),
         )
         for key in sorted(out.resources):
-            resource.update(rsp.desired.resources[key], out.resources[key])
+            put(rsp.desired.resources[key].resource, out.resources[key])
             rsp.desired.resources[key].ready = (
                 fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
             )
-        resource.update(rsp.desired.composite, {"status": out.status})
+        put(rsp.desired.composite.resource, {"status": out.status})
         if not out.all_ready:
             rsp.desired.composite.ready = fnv1.READY_FALSE
         for note in out.notes:

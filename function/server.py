@@ -1,14 +1,17 @@
-"""The gRPC server: RunFunction over the raw request bytes, answering identical requests again.
+"""The gRPC server: RunFunction over the raw request bytes, answering unchanged content again.
 
 The SDK's server (``crossplane.function.runtime.serve``) hands the function a parsed request
 and serializes the returned message on every call. In steady state Crossplane sends every
-claim the same bytes once a minute, so this server registers RunFunction with no
-deserializer: it hashes the bytes first and, while the answer it computed for them still
-holds (``function.cache.Responses``), sends the stored serialized answer without parsing or
-composing anything. Otherwise it parses, runs ``FunctionRunner.answer`` and stores what may
-be reused. Everything else follows the SDK's server: the same service names (v1, and v1beta1
-through the SDK's converting wrapper), reflection, mTLS credentials, message size options,
-and a graceful stop on SIGTERM.
+claim the same *content* once a minute -- never the same bytes (Go's random map order), and
+with churn the function does not read. So this server registers RunFunction with no
+deserializer: it parses, projects the request onto what the function reads
+(function/reads.py) and, while the answer computed for that content still holds
+(``function.cache.Responses``), sends the stored serialized answer behind a fresh ``meta``
+(this request's tag, the remaining ttl) without composing or serializing anything.
+Otherwise it runs ``FunctionRunner.compute`` on the view and stores what may be reused.
+Everything else follows the SDK's server: the same service names (v1, and v1beta1 through
+the SDK's converting wrapper), reflection, mTLS credentials, message size options, and a
+graceful stop on SIGTERM.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import grpc
@@ -27,7 +31,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1beta1 import run_function_pb2_grpc as grpcv1beta1
 from grpc_reflection.v1alpha import reflection
 
-from function import metrics
+from function import metrics, reads
 from function.cache import Responses
 from function.fn import FunctionRunner
 
@@ -36,7 +40,7 @@ GRACE_SECONDS = runtime.SHUTDOWN_GRACE_PERIOD_SECONDS
 
 
 class RawRunFunction:
-    """RunFunction on bytes: reuse a stored answer, or compute and maybe store one."""
+    """RunFunction on bytes: reuse a stored answer for the same content, or compute one."""
 
     def __init__(self, runner: FunctionRunner, responses: Responses) -> None:
         self.runner = runner
@@ -45,24 +49,48 @@ class RawRunFunction:
 
     async def run(self, request: bytes, _context: grpc.aio.ServicerContext | None) -> bytes:
         started = time.perf_counter()
-        key = self.responses.key(request)
-        hit = self.responses.lookup(key)
-        if hit is not None:
-            payload, note = hit
-            metrics.observe_request("reused", time.perf_counter() - started, ())
-            self.log.debug("reused an identical request's answer", **(note or {}))
-            return payload
         req = fnv1.RunFunctionRequest.FromString(request)
-        with self.responses.recording() as facts:
-            rsp, outcome = await self.runner.answer(req)
+        v = None
+        key = None
+        if self.responses.enabled:
+            # The view key of this exact content, if seen before (a claim polled again with
+            # nothing changed: the projection is skipped); else project and remember.
+            exact = reads.exact_key(req)
+            key = self.responses.alias(exact)
+            if key is None:
+                v = reads.view(req)
+                key = reads.key(v)
+                self.responses.remember_alias(exact, key)
+            hit = self.responses.lookup(key)
+            if hit is not None:
+                body, lifetime, note = hit
+                ttl = self.runner.answer_ttl if lifetime is None else lifetime
+                metrics.observe_request("reused", time.perf_counter() - started, ())
+                self.log.debug("reused the answer to the same content", **(note or {}))
+                return _meta(req.meta.tag, min(ttl, self.runner.answer_ttl)) + body
+        if v is None:
+            v = reads.view(req)
+        rsp, outcome, facts = await self.runner.compute(v)
         payload = rsp.SerializeToString()
+        if key is None:
+            return payload
         if outcome == "composed":
-            xr = req.observed.composite.resource
-            note = {"tag": req.meta.tag, "xr": _xr_name(xr)}
-            self.responses.store(key, payload, facts, note)
+            # Stored without meta (tag and ttl are written afresh for every call); protobuf
+            # writes fields in number order, so meta + body is exactly the computed payload.
+            rsp.ClearField("meta")
+            note = {"tag": req.meta.tag, "xr": _xr_name(req.observed.composite.resource)}
+            self.responses.store(key, rsp.SerializeToString(), facts, note)
         else:
             self.responses.refuse()
         return payload
+
+
+def _meta(tag: str, ttl: float) -> bytes:
+    """The serialized ``meta`` field of a response (field 1, first on the wire)."""
+    out = fnv1.RunFunctionResponse()
+    out.meta.tag = tag
+    out.meta.ttl.FromTimedelta(timedelta(seconds=round(ttl)))
+    return out.SerializeToString()
 
 
 def _xr_name(xr: Any) -> str:

@@ -72,7 +72,17 @@ def test_help_and_version_import_no_command():
 
 @pytest.mark.parametrize(
     "name",
-    ["localize", "configure", "mutate", "check", "inspect", "xrd", "render", "component build"],
+    [
+        "localize",
+        "configure",
+        "mutate",
+        "check",
+        "inspect",
+        "xrd",
+        "render",
+        "component build",
+        "serve",
+    ],
 )
 def test_a_command_help_imports_nothing_heavy(name):
     code, mods = imported(*name.split(), "--help")
@@ -130,3 +140,32 @@ def test_the_lazy_table_matches_the_commands():
     # constants copied to keep the edges light
     assert MAX_BYTES == YAML_MAX_BYTES and RENDER_INPUT_GROUP == INPUT_GROUP
     assert XRD_DEFAULT_GROUP == DEFAULT_GROUP
+
+
+def test_serve_declares_the_sdks_standard_flags_and_the_caches_defaults():
+    """``serve`` copies the SDK's standard options (to keep its --help light): same names,
+    environment variables and defaults as crossplane.function.cli; same budgets as the caches.
+    """
+    import click
+    from crossplane.function import cli as sdkcli
+
+    from function import cache, metrics
+    from function.cli import serve
+
+    @click.command()
+    @sdkcli.standard_options
+    def sdk(**_: object) -> None: ...
+
+    def shape(cmd: click.Command) -> dict[str, tuple]:
+        return {
+            p.name: (tuple(p.opts), tuple(p.secondary_opts), p.envvar, p.default, p.is_flag)
+            for p in cmd.params
+            if isinstance(p, click.Option)
+        }
+
+    ours = shape(serve.serve)
+    for name, want in shape(sdk).items():
+        assert ours.get(name) == want, name
+    assert serve.DEFAULT_MEMO_BYTES == cache.DEFAULT_MEMO_BYTES
+    assert serve.DEFAULT_RESPONSE_BYTES == cache.DEFAULT_RESPONSE_BYTES
+    assert serve.ENV_METRICS_ADDRESS == metrics.ENV_ADDRESS

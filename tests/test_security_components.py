@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 import yaml
 from crossplane.function import logging as sdklogging
@@ -436,6 +437,10 @@ def test_hostile_components_do_not_stall_other_tenants(tmp_path: Path) -> None:
         hostile_reqs.append(request(bad, policy))
     _, policy = example()
     server = Server(["--insecure", "--response-bytes", "0"]).start(tmp_path)
+    # The metrics endpoint answers before the gRPC port is bound: wait for the port, or a loaded
+    # machine turns the first benign request into UNAVAILABLE.
+    with grpc.insecure_channel(server.address) as channel:
+        grpc.channel_ready_future(channel).result(timeout=60)
 
     async def benign(label: str, count: int) -> list[float]:
         latencies = []

@@ -1,31 +1,95 @@
-"""``sack8s serve``: the gRPC function server, with the SDK's standard flags."""
+"""``sack8s serve``: the gRPC function server, with the SDK's standard flags.
+
+``sack8s serve --help`` imports nothing but click: the SDK's ``standard_options`` module
+imports gRPC and the SDK's runtime (about half a second), so the same flags are declared
+here (tests/test_cli_startup.py checks they match the SDK's), and the server, the SDK and the
+caches are imported when the command runs.
+"""
 
 from __future__ import annotations
 
+import functools
 import logging as stdlogging
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
-from crossplane.function import cli as sdkcli
-from crossplane.function import logging as sdklogging
-from crossplane.function import runtime
 
-from function import budgets, metrics, server
-from function.cache import DEFAULT_MEMO_BYTES, DEFAULT_RESPONSE_BYTES, Cache, Memos, Responses
 from function.cli.exits import EPILOG
-from function.fn import FunctionRunner
-from function.sources import SourceFactory
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The SDK's defaults (crossplane.function.cli DEFAULT_ADDRESS, DEFAULT_MAX_RECV_MESSAGE_SIZE).
+DEFAULT_ADDRESS = "0.0.0.0:9443"
+DEFAULT_MAX_RECV_MESSAGE_SIZE = 4  # MB
+#: The memo and answer budgets' defaults (function.cache DEFAULT_MEMO_BYTES and
+#: DEFAULT_RESPONSE_BYTES; tests/test_cli_startup.py checks they agree).
+DEFAULT_MEMO_BYTES = 176 * 1024 * 1024
+DEFAULT_RESPONSE_BYTES = 256 * 1024 * 1024
+ENV_METRICS_ADDRESS = "SACK8S_METRICS_ADDRESS"
+
+
+def standard_options(func: F) -> F:
+    """The SDK's standard composition-function flags (crossplane.function.cli), same names,
+    environment variables and defaults.
+    """
+
+    @click.option(
+        "--max-send-message-size",
+        type=int,
+        default=None,
+        envvar="MAX_SEND_MESSAGE_SIZE",
+        help="Maximum size of sent gRPC messages in MB. Defaults to --max-recv-message-size.",
+    )
+    @click.option(
+        "--max-recv-message-size",
+        "--max-grpc-message-size",
+        type=int,
+        default=DEFAULT_MAX_RECV_MESSAGE_SIZE,
+        show_default=True,
+        envvar=["MAX_RECV_MESSAGE_SIZE", "MAX_GRPC_MESSAGE_SIZE"],
+        help="Maximum size of received gRPC messages in MB.",
+    )
+    @click.option(
+        "--insecure",
+        is_flag=True,
+        envvar="INSECURE",
+        help="Run without mTLS credentials. "
+        "If you supply this flag --tls-server-certs-dir will be ignored.",
+    )
+    @click.option(
+        "--tls-server-certs-dir",
+        "--tls-certs-dir",
+        "tls_certs_dir",
+        envvar="TLS_SERVER_CERTS_DIR",
+        help="Serve using mTLS certificates.",
+    )
+    @click.option(
+        "--address",
+        default=DEFAULT_ADDRESS,
+        show_default=True,
+        envvar="ADDRESS",
+        help="Address at which to listen for gRPC connections.",
+    )
+    @click.option("--debug", "-d", is_flag=True, envvar="DEBUG", help="Emit debug logs.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 @click.command("serve", epilog=EPILOG)
-@sdkcli.standard_options
+@standard_options
 @click.option(
     "--tag-ttl",
     type=float,
-    default=60.0,
+    default=300.0,
     show_default=True,
     envvar="SACK8S_TAG_TTL",
     help="Seconds a registry tag list (and tag→digest) stays cached; a version range is "
-    "re-resolved after it.",
+    "re-resolved after it. Also the longest meta.ttl of an answer (Crossplane's "
+    "--enable-function-response-cache may reuse it that long).",
 )
 @click.option(
     "--cache-bytes",
@@ -54,7 +118,7 @@ from function.sources import SourceFactory
 @click.option(
     "--metrics-address",
     default=None,
-    envvar=metrics.ENV_ADDRESS,
+    envvar=ENV_METRICS_ADDRESS,
     help="Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9090). Off by "
     "default.",
 )
@@ -83,6 +147,14 @@ def serve(
     max_send_message_size: int | None,
 ) -> None:
     """Serve RunFunction over gRPC (--insecure, --tls-certs-dir, --address, --debug)."""
+    from crossplane.function import logging as sdklogging
+    from crossplane.function import runtime
+
+    from function import budgets, metrics, server
+    from function.cache import Cache, Memos, Responses
+    from function.fn import FunctionRunner
+    from function.sources import SourceFactory
+
     if metrics_address:
         try:
             metrics.parse_address(metrics_address)

@@ -156,6 +156,25 @@ def check_deploy_path(spec: Spec) -> None:
             )
 
 
+def check_release_name(spec: Spec, identity: Identity) -> None:
+    """A release name the claim chooses must not go into the claim's own namespace: ops may hand
+    that namespace to another tenant as well (``sack8s.io/tenant``), whose claims could name
+    the same release there (docs/security.md, "Helm release names").
+    """
+    if (
+        spec.deploy.releaseName
+        and identity.is_claim
+        and spec.primary_namespace == identity.namespace
+    ):
+        raise PolicyViolation(
+            "spec.deploy.releaseName",
+            f"release {spec.deploy.releaseName!r} would go into the claim's own namespace "
+            f"{identity.namespace!r}, where a claim of another tenant the namespace is handed to "
+            "could choose the same name: deploy it to a namespace of the tenant (first entry of "
+            "spec.namespaces), or leave releaseName unset",
+        )
+
+
 def registry_for(policy: Policy, host: str, *, plain_http: bool, where: str) -> RegistryPolicy:
     """The policy entry for ``host``; refuses hosts ops did not list and plain HTTP ops did not
     allow.
@@ -341,6 +360,7 @@ def admit(spec: Spec, policy: Policy, identity: Identity, repository: Repository
         policy, repository.host, plain_http=repository.plain_http, where="spec.component.repository"
     )
     check_deploy_path(spec)
+    check_release_name(spec, identity)
     check_secrets(spec, policy, identity)
     check_rbac(spec, policy)
     return Admission(deploy_ns, registry, tuple(warnings))

@@ -93,6 +93,11 @@ def choose_flavour(spec: Spec, deployable: Resource) -> Literal["helm", "kustomi
             f"resource {deployable.name} has type {deployable.type}; set flavour to helm or "
             "kustomize",
         )
+    if flavour == "kustomize" and spec.deploy.releaseName:
+        raise InvalidClaim(
+            "spec.deploy.releaseName",
+            f"names a Helm release, but resource {deployable.name} is deployed with Kustomize",
+        )
     return flavour  # type: ignore[return-value]
 
 
@@ -168,7 +173,8 @@ def unused_values_note(
     message = (
         f"{len(mutation.unused_values)} value(s) reach no configuration rule of ConfigData "
         f"(resource {cd.name}) for the {what}, so they are not applied: {paths} "
-        "(status.configData.unusedValues; status.configData.skipped lists the rules for files "
+        + (f"({mutation.unused_hint}) " if mutation.unused_hint else "")
+        + "(status.configData.unusedValues; status.configData.skipped lists the rules for files "
         "outside the deployed resource)"
     )
     if policy.configData.unusedValues == "Fatal":

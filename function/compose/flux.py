@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from function.api.policy import RegistryPolicy
+from function.compose import names
 from function.compose.context import Context
 from function.compose.durations import canonical
 from function.configdata.deploy import FluxMutation
@@ -117,12 +118,12 @@ def helm_release(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
     }
     if values:
         spec["values"] = values
-    return {
-        "apiVersion": HELM_API,
-        "kind": "HelmRelease",
-        "metadata": ctx.meta(ctx.flux_name, ctx.deploy_namespace),
-        "spec": spec,
-    }
+    meta = ctx.meta(ctx.flux_name, ctx.deploy_namespace)
+    # what a claim choosing a release name looks for (docs/security.md, "Helm release names")
+    meta["labels"][names.LABEL_RELEASE] = names.release_label(
+        ctx.primary_namespace, ctx.release_name
+    )
+    return {"apiVersion": HELM_API, "kind": "HelmRelease", "metadata": meta, "spec": spec}
 
 
 def _pull_secret_patches(ctx: Context) -> list[dict[str, Any]]:

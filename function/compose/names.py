@@ -42,11 +42,19 @@ LABEL_CLAIM_NAME = "sack8s.io/claim-name"
 LABEL_CLAIM_NAMESPACE = "sack8s.io/claim-namespace"
 LABEL_OWNER = "sack8s.io/owner"
 LABEL_DEPLOY_NAMESPACE = "sack8s.io/deploy-namespace"
+#: On every HelmRelease: the (target namespace, release name) it installs, hashed, so a claim
+#: that chooses a release name finds another claim's release of that name (security.md).
+LABEL_RELEASE = "sack8s.io/release"
 ANNOTATION_CLAIM_NAME = "sack8s.io/claim-name"
 ANNOTATION_CLAIM_NAMESPACE = "sack8s.io/claim-namespace"
 MANAGED_BY = "function-sack8s"
 
 _DOMAIN = "sack8s/names/v2"
+
+
+def release_label(target_namespace: str, release_name: str) -> str:
+    """The :data:`LABEL_RELEASE` value of one Helm release (its target namespace and name)."""
+    return digest("release", target_namespace, release_name)
 
 
 @functools.lru_cache(maxsize=8192)

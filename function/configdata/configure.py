@@ -44,6 +44,7 @@ from function.configdata.findings import Finding
 from function.configdata.model import ConfigData
 from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
+from function.configdata.suggestions import did_you_mean, similar_keys
 from function.errors import InvalidConfigData, InvalidValues, SackError, UnsupportedRule
 from function.yamlio import MAX_EXPANDED_TEXT, YamlError, check_expansion
 
@@ -87,8 +88,46 @@ def _message(err: jsonschema.ValidationError) -> str:
         msg = msg.replace(full, _short(err.instance))
     if len(msg) > 300:
         msg = msg[:297] + "..."
+    hint = _hint(err)
+    if hint:
+        msg = f"{msg}: {hint}"
     rule = "/".join(str(p) for p in err.schema_path)
     return f"{msg} (schema rule {rule})" if rule else msg
+
+
+def _hint(err: jsonschema.ValidationError) -> str:
+    """Did you mean: for the violations a typo causes: a key the schema does not have
+    (``additionalProperties``/``unevaluatedProperties`` false), an ``enum`` value, a
+    ``required`` key spelt otherwise. Computed from the error and its (sub)schema only, never
+    by evaluating anything again (no pattern is matched here: with ``patternProperties`` the
+    keys those patterns allow are unknown, so no suggestion is made).
+    """
+    schema = err.schema if isinstance(err.schema, Mapping) else {}
+    instance = err.instance
+    if err.validator in ("additionalProperties", "unevaluatedProperties"):
+        props = schema.get("properties")
+        if not isinstance(instance, Mapping) or not isinstance(props, Mapping):
+            return ""
+        if schema.get("patternProperties") or err.validator_value is not False:
+            return ""
+        return did_you_mean([k for k in instance if k not in props], props)
+    if (
+        err.validator == "enum"
+        and isinstance(instance, str)
+        and isinstance(err.validator_value, list)
+    ):
+        return did_you_mean([instance], err.validator_value)
+    if err.validator == "required" and isinstance(instance, Mapping):
+        missing = [k for k in err.validator_value or () if k not in instance]
+        props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+        given = [k for k in instance if k not in props]
+        hints = []
+        for m in missing:
+            for g in given:
+                if similar_keys(g, [m]):
+                    hints.append(f"{g!r} is given: did you mean {m!r}?")
+        return "; ".join(hints[:3])
+    return ""
 
 
 def validator_for(schema: Any) -> jsonschema.protocols.Validator:

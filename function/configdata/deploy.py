@@ -30,7 +30,7 @@ from function.configdata.paths import format_path
 from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution
 from function.configdata.suggestions import suggestion_for
-from function.configdata.unused import unused_values
+from function.configdata.unused import unused_hint, unused_values
 from function.configdata.yamlfile import YamlFile, apply, load_file
 from function.errors import InvalidConfigData, SackError
 from function.ocm.access import ImageTable, image_table
@@ -62,6 +62,7 @@ class FluxMutation:
     warnings: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()  # rules that address files outside this deployable, with why
     unused_values: tuple[str, ...] = ()  # claim value paths no applied configuration rule consumes
+    unused_hint: str = ""  # "did you mean" for unused keys the ConfigData does not know
     # Applied localization values no repository:tag template can use; the policy decides
     # whether they are Fatal or Warnings (configData.imagePairs), so they are not in warnings.
     image_pair_defects: tuple[ImagePairDefect, ...] = ()
@@ -226,6 +227,7 @@ def _size(m: FluxMutation) -> int:
         + approx_size(list(m.warnings))
         + approx_size(list(m.skipped))
         + approx_size(list(m.unused_values))
+        + len(m.unused_hint)
         + sum(300 + len(d.message) for d in m.image_pair_defects)
     )
 
@@ -339,13 +341,15 @@ def _mutation(inp: MutationInput) -> FluxMutation:
             f"{what} (files named: {', '.join(sorted({s.file for s in p.substitutions}))}); "
             "check the rules' file fields"
         )
+    unused = unused_values(cd, inp.values, files=files.keys())
     return FluxMutation(
         helm_values=helm_values,
         kustomize_patches=tuple(patches),
         trace=tuple(traces),
         warnings=tuple(warnings),
         skipped=tuple(skipped),
-        unused_values=unused_values(cd, inp.values, files=files.keys()),
+        unused_values=unused,
+        unused_hint=unused_hint(cd, unused),
         image_pair_defects=image_pair_defects(applied_subs, configdata_name),
     )
 

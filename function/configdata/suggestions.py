@@ -98,6 +98,28 @@ def similar_keys(key: str, existing: Iterable[Any]) -> tuple[str, ...]:
     return tuple(k for _, k in sorted(scored))
 
 
+def did_you_mean(unknown: Iterable[Any], known: Iterable[Any]) -> str:
+    """``did you mean 'replicas'?`` for names no schema property has, against those it has.
+
+    For a values key the schema refuses (``replicsa`` where ``replicas`` is a property), an
+    ``enum`` value, a ``required`` key given under another spelling: one clause, or ``""``
+    when nothing is close. Several unknown names are each named with their candidates.
+    """
+    candidates = [k for k in known if isinstance(k, str)]
+    pairs = []
+    for name in unknown:
+        if not isinstance(name, str):
+            continue
+        close = similar_keys(name, candidates)
+        if close:
+            pairs.append((name, " or ".join(repr(k) for k in close[:3])))
+    if not pairs:
+        return ""
+    if len(pairs) == 1:
+        return f"did you mean {pairs[0][1]}?"
+    return "did you mean " + ", ".join(f"{m} for {n!r}" for n, m in pairs) + "?"
+
+
 def suggestion_for(docs: list[Any], change: Change) -> Suggestion | None:
     """A :class:`Suggestion` when ``change`` created a key next to a similar one, else None.
 
@@ -149,4 +171,11 @@ def _walk(node: Any, steps: tuple[Step, ...]) -> Any:
     return node
 
 
-__all__ = ["Suggestion", "edit_distance", "similar_keys", "suggestion_for", "suggestions"]
+__all__ = [
+    "Suggestion",
+    "did_you_mean",
+    "edit_distance",
+    "similar_keys",
+    "suggestion_for",
+    "suggestions",
+]

@@ -1,0 +1,163 @@
+"""What the function reads from a request: one projection, the input of every answer.
+
+Crossplane sends each claim's request again on every reconcile, freshly serialized (Go writes
+protobuf maps in random order) and with fields the function never looks at changing between
+calls: ``resourceVersion`` and ``managedFields`` on every object, ``lastTransitionTime`` and
+unrelated status on the composed objects. :func:`view` keeps only what the function reads, and
+the whole compute path (``FunctionRunner``) runs on that view, never on the request itself. So
+the view is, by construction, everything an answer depends on besides the registry facts
+recorded while computing it (``function.cache.Facts``), and :func:`key` -- the SHA-256 of its
+deterministic serialization -- is a sound key for reusing answers: two requests with one key
+get the same answer, whatever their bytes or ``meta.tag``.
+
+Adding a read means adding it here, or the core never sees it (an observed field missing from
+the view is simply absent in ``observed``, which a test of the new read shows at once). The
+view is conservative where a neighbour may read more: every metadata label and annotation of
+every observed object (ownership marks), the whole status of the observed OCM Component (the
+gate: version, digest, observedGeneration), every condition of every other observed object
+(readiness) without its ``lastTransitionTime``, and everything of the XR except
+``resourceVersion``, ``managedFields`` and the status fields it does not read back. Whatever
+the function copies into its answer unread (``desired`` from earlier steps, ``context``) and
+everything else in the request (input, credentials, required resources but for their churn,
+``meta.capabilities``) is kept whole. Only ``meta.tag`` is left out of the key: it names the
+request's bytes, not its content (the answer echoes it; see function/server.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+from google.protobuf import struct_pb2
+
+from function.compose import gates, ocmobjects
+
+#: The XR's status fields the function reads back: the sticky version (component), what was
+#: already reported (warnings, blockedBy) and the version the Flux objects carry (deploy).
+XR_STATUS_READ = ("component", "warnings", "blockedBy", "deploy")
+#: The XR's top-level fields read (status only as far as ``XR_STATUS_READ``).
+XR_READ = ("apiVersion", "kind", "metadata", "spec", "status")
+#: Metadata that changes on every write without the object changing: never read, on any object.
+METADATA_CHURN = ("resourceVersion", "managedFields")
+#: An observed composed object's metadata as read: its identity and ownership marks (labels,
+#: annotations, Crossplane's controller reference: namespaces.observed_own), and for
+#: the objects whose spec is read (``gates.OBSERVED_SPEC_KEYS``) the generation the gate compares.
+OBSERVED_METADATA_READ = ("name", "namespace", "labels", "annotations", "ownerReferences")
+#: What a condition carries that is read (everything but when it last changed).
+CONDITION_CHURN = ("lastTransitionTime", "lastUpdateTime", "lastHeartbeatTime")
+
+
+def view(req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionRequest:
+    """A copy of ``req`` holding only what the function reads (``meta.tag`` kept: see
+    :func:`key`).
+    """
+    v = fnv1.RunFunctionRequest()
+    v.CopyFrom(req)
+    _xr(v.observed.composite.resource)
+    for k, r in v.observed.resources.items():
+        _observed(k, r.resource)
+    for reqd in (*v.required_resources.values(), *v.extra_resources.values()):
+        for item in reqd.items:
+            _drop(_sub(item.resource, "metadata"), METADATA_CHURN)
+    return v
+
+
+def key(v: fnv1.RunFunctionRequest) -> bytes:
+    """The reuse key of a :func:`view`: SHA-256 of its deterministic serialization, tag left out."""
+    tag = v.meta.tag
+    v.meta.tag = ""
+    try:
+        data = v.SerializeToString(deterministic=True)
+    finally:
+        v.meta.tag = tag
+    return hashlib.sha256(data).digest()
+
+
+def exact_key(req: fnv1.RunFunctionRequest) -> bytes:
+    """SHA-256 of the request's exact content (deterministic serialization, tag left out):
+    cheaper than :func:`view`, and a function of the content like it, so it can stand for
+    the view's :func:`key` of a request seen before (``Responses.alias``).
+    """
+    tag = req.meta.tag
+    req.meta.tag = ""
+    try:
+        data = req.SerializeToString(deterministic=True)
+    finally:
+        req.meta.tag = tag
+    return hashlib.sha256(data).digest()
+
+
+def _xr(s: struct_pb2.Struct) -> None:
+    _keep(s, XR_READ)
+    _drop(_sub(s, "metadata"), METADATA_CHURN)
+    _keep(_sub(s, "status"), XR_STATUS_READ)
+
+
+def _observed(k: str, s: struct_pb2.Struct) -> None:
+    # The hot loop of a reused answer (one call per observed object): written out flat.
+    f = s.fields
+    spec_read = k in _SPEC_KEYS
+    allowed = _TOP_SPEC if spec_read else _TOP
+    for name in [n for n in f if n not in allowed]:
+        del f[name]
+    if "metadata" in f:
+        mv = f["metadata"]
+        if mv.WhichOneof("kind") == "struct_value":
+            mf = mv.struct_value.fields
+            allowed = _META_GEN if spec_read else _META
+            for name in [n for n in mf if n not in allowed]:
+                del mf[name]
+    if k == _COMPONENT or "status" not in f:
+        return  # the OCM Component's whole status is read (the gate)
+    sv = f["status"]
+    if sv.WhichOneof("kind") != "struct_value":
+        return
+    sf = sv.struct_value.fields
+    allowed = _STATUS_SPEC if spec_read else _STATUS
+    for name in [n for n in sf if n not in allowed]:
+        del sf[name]
+    if "conditions" in sf:
+        cv = sf["conditions"]
+        if cv.WhichOneof("kind") == "list_value":
+            for c in cv.list_value.values:
+                if c.WhichOneof("kind") == "struct_value":
+                    cf = c.struct_value.fields
+                    for name in CONDITION_CHURN:
+                        if name in cf:
+                            del cf[name]
+
+
+_SPEC_KEYS = frozenset(gates.OBSERVED_SPEC_KEYS)
+_COMPONENT = ocmobjects.key_component()
+_TOP = frozenset(("apiVersion", "kind", "metadata", "status"))
+_TOP_SPEC = _TOP | {"spec"}
+_META = frozenset(OBSERVED_METADATA_READ)
+_META_GEN = _META | {"generation"}
+_STATUS = frozenset(("conditions",))
+_STATUS_SPEC = _STATUS | {"observedGeneration"}
+
+
+def _sub(s: struct_pb2.Struct | None, name: str) -> struct_pb2.Struct | None:
+    """The Struct under ``name`` (None when absent or not an object; never creates it)."""
+    if s is None or name not in s.fields:
+        return None
+    value = s.fields[name]
+    return value.struct_value if value.WhichOneof("kind") == "struct_value" else None
+
+
+def _keep(s: struct_pb2.Struct | None, names: Iterable[str]) -> None:
+    if s is None:
+        return
+    f = s.fields
+    for name in [n for n in f if n not in names]:
+        del f[name]
+
+
+def _drop(s: struct_pb2.Struct | None, names: Iterable[str]) -> None:
+    if s is None:
+        return
+    f = s.fields
+    for name in names:
+        if name in f:
+            del f[name]
