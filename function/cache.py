@@ -286,6 +286,7 @@ _SHARES = {
     "versions": 8,  # sticky version choices, by (tag list, constraint, previous)
     "digests": 32,  # content digests of immutable inputs, by object identity
     "images": 4,  # image tables, by (descriptor manifest digest, repository, unpinned policy)
+    "integrity": 1,  # verified signatures and normalised digests, by (descriptor digest, keys)
 }
 _ENTRIES = {
     "configdata": 1024,
@@ -294,6 +295,7 @@ _ENTRIES = {
     "versions": 4096,
     "digests": 256,
     "images": 1024,
+    "integrity": 1024,
 }
 
 _ACTIVE: ContextVar[Memos | None] = ContextVar("sack8s_memos", default=None)
