@@ -41,7 +41,7 @@ from crossplane.function import logging as sdklogging
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from support import example_component
 from support.invariants import Ledger, check_render, key_of
-from support.settle import settle
+from support.settle import digest_of, settle
 
 from function.cache import Cache
 from function.fn import FunctionRunner
@@ -269,7 +269,9 @@ def run(w: World) -> Rendered:
         if out.fatal is not None:
             return out
         seen = {o["metadata"]["annotations"][KEY]: o for o in w.observed}
-        seen.update({o["metadata"]["annotations"][KEY]: o for o in settle(out.resources)})
+        seen.update(
+            {o["metadata"]["annotations"][KEY]: o for o in settle(out.resources, digest_of(out))}
+        )
         again = once(list(seen.values()))
         if [r["metadata"] for r in again.resources] == [r["metadata"] for r in out.resources]:
             return again
@@ -284,7 +286,9 @@ def settled_observed(w: World) -> list[dict[str, Any]]:
     if out.fatal is not None:
         return list(w.observed)
     seen = {o["metadata"]["annotations"][KEY]: o for o in w.observed}
-    seen.update({o["metadata"]["annotations"][KEY]: o for o in settle(out.resources)})
+    seen.update(
+        {o["metadata"]["annotations"][KEY]: o for o in settle(out.resources, digest_of(out))}
+    )
     return list(seen.values())
 
 

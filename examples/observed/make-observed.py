@@ -1,7 +1,8 @@
 """Regenerate the observed state of the examples once every composed object exists.
 
 Runs the function, marks every composed object as created and Ready (the OCM Component Ready
-at the resolved version, reconciled at its generation) and runs it again with that observed,
+at the resolved version, reconciled at its generation, reporting the normalised descriptor
+digest the controller computes, which the function reports as status.component.normalisedDigest) and runs it again with that observed,
 until nothing new is composed: Namespaces first, then what goes into them, then the Flux
 objects once the gate opens, then the Usages. Usage: python examples/observed/make-observed.py
 (from the repository root).
@@ -16,7 +17,7 @@ from crossplane.function import logging
 from function.render import claim_to_xr, dump_yaml, input_from_composition, load_docs
 
 sys.path.insert(0, "tests")
-from support.settle import converge, settle
+from support.settle import converge, digest_of, settle
 
 # name: (XR or claim, Composition, required resources)
 EXAMPLES = {
@@ -41,14 +42,17 @@ async def main() -> None:
             gated.write_text(
                 "# Observed composed resources after the first reconcile of " + xr_file + ": the\n"
                 "# Namespaces. Made by make-observed.py.\n"
-                + dump_yaml(settle(renders[0].resources)).removeprefix("---\n")
+                + dump_yaml(settle(renders[0].resources, digest_of(renders[0]))).removeprefix(
+                    "---\n"
+                )
             )
         path.write_text(
             "# Observed composed resources once every object of "
             + xr_file
             + " is composed: all created\n"
             "# and Ready, the OCM Component Ready at the resolved version. "
-            "Made by make-observed.py.\n" + dump_yaml(settle(last.resources)).removeprefix("---\n")
+            "Made by make-observed.py.\n"
+            + dump_yaml(settle(last.resources, digest_of(last))).removeprefix("---\n")
         )
 
 

@@ -17,8 +17,20 @@ READY_AT = "2026-12-01T00:00:00Z"
 NO_READY_CONDITION = ("Namespace", "ServiceAccount", "Role", "RoleBinding")
 
 
-def settle(resources: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The objects as the API server and their controllers would report them once settled."""
+def digest_of(rendered: Rendered) -> Mapping[str, Any] | None:
+    """The normalised descriptor digest the function reported for a render."""
+    return ((rendered.xr.get("status") or {}).get("component") or {}).get("normalisedDigest")
+
+
+def settle(
+    resources: Iterable[Mapping[str, Any]], digest: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The objects as the API server and their controllers would report them once settled.
+
+    ``digest``: the normalised descriptor digest the OCM controller computes for the version
+    (it reports it in ``status.component.digest``; the function reports the same value in the
+    XR's ``status.component.normalisedDigest``).
+    """
     out = []
     for obj in resources:
         o = copy.deepcopy(dict(obj))
@@ -48,6 +60,8 @@ def settle(resources: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                         "subPath": "source",
                     },
                 }
+                if digest is not None:
+                    o["status"]["component"]["digest"] = dict(digest)
         out.append(o)
     return out
 
@@ -79,7 +93,7 @@ async def converge(
         if out.fatal is not None:
             break
         xr = with_status(xr, out)
-        again = await render(xr, policy, observed=settle(out.resources), **kw)
+        again = await render(xr, policy, observed=settle(out.resources, digest_of(out)), **kw)
         seen.append(again)
         if keys(again) == keys(out):
             break
