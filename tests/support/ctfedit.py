@@ -134,13 +134,13 @@ def with_descriptor(dest: Path, edit, version: str = "6.2.0") -> Path:
     return _rewrite(dest, version, change)
 
 
-def bundled_descriptor(version: str = "6.2.0") -> dict[str, Any]:
-    """The bundled component's descriptor for ``version``, as stored."""
-    index = json.loads((CTF / "artifact-index.json").read_text())
+def bundled_descriptor(version: str = "6.2.0", ctf: Path = CTF) -> dict[str, Any]:
+    """The descriptor of ``version`` in ``ctf`` (the bundled one by default), as stored."""
+    index = json.loads((ctf / "artifact-index.json").read_text())
     (entry,) = [a for a in index["artifacts"] if a.get("tag") == version]
-    (child,) = [m for m in _get(CTF, entry["digest"])["manifests"] if m.get("artifactType")]
-    config = _get(CTF, _get(CTF, child["digest"])["config"]["digest"])
-    return _get(CTF, config["componentDescriptorLayer"]["digest"])
+    (child,) = [m for m in _get(ctf, entry["digest"])["manifests"] if m.get("artifactType")]
+    config = _get(ctf, _get(ctf, child["digest"])["config"]["digest"])
+    return _get(ctf, config["componentDescriptorLayer"]["digest"])
 
 
 def bundled_configdata(version: str = "6.2.0") -> str:

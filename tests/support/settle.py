@@ -66,6 +66,24 @@ def settle(
     return out
 
 
+def reporting(
+    observed: Iterable[Mapping[str, Any]], descriptor: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """``observed`` with the OCM Component reporting ``descriptor``'s normalised digest, as
+    the controller does once it has read that descriptor (another component than the one the
+    observed files were made for).
+    """
+    from function.ocm import normalisation
+
+    out = copy.deepcopy([dict(o) for o in observed])
+    for o in out:
+        if o["kind"] == "Component":
+            o["status"]["component"]["digest"] = normalisation.digest(
+                descriptor, normalisation.V4ALPHA1
+            ).to_status()
+    return out
+
+
 def keys(rendered: Rendered) -> list[str]:
     return [
         r["metadata"]["annotations"]["crossplane.io/composition-resource-name"]
