@@ -660,3 +660,63 @@ def test_the_gate_compares_in_the_algorithm_the_component_reports(tmp_path: Path
     comp["status"]["component"]["digest"]["hashAlgorithm"] = "sha-512"
     out = asyncio.run(render(xr, policy, observed=_without_flux(observed)))
     assert "flux-helmrelease" in {r["metadata"]["annotations"][KEY] for r in out.resources}
+
+
+# --------------------------------------------------------------------------- sack8s inspect
+
+
+def _inspect(*args: str):
+    from click.testing import CliRunner
+
+    from function.cli import main
+
+    return CliRunner().invoke(main, ["inspect", *args])
+
+
+def test_inspect_shows_each_signature_verified_with_the_given_key(tmp_path: Path) -> None:
+    ctf = with_descriptor(
+        tmp_path / "ctf",
+        lambda d: (sign(d, "acme", algorithm=PSS), sign(d, "ops", key="ops", norm=n.V1)),
+    )
+    acme, ops = tmp_path / "acme.pem", tmp_path / "ops.pem"
+    acme.write_text(public_pem("acme"))
+    ops.write_text(public_pem("mallory"))  # not the key ops signed with
+    r = _inspect(str(ctf), "--version", "6.2.0", "--public-key", f"acme={acme}")
+    assert r.exit_code == 0, r.output
+    raw = bundled_descriptor()
+    mine = n.digest(raw, n.V4ALPHA1).value
+    assert f"normalised  SHA-256 jsonNormalisation/v4alpha1 {mine}" in r.output
+    assert "signatures (2)" in r.output
+    assert "    verified (RSASSA-PSS, jsonNormalisation/v3, SHA-256 " in r.output
+    assert "    not checked (no --public-key for it)" in r.output
+
+    r = _inspect(
+        str(ctf),
+        "--version",
+        "6.2.0",
+        "--public-key",
+        f"acme={acme}",
+        "--public-key",
+        f"ops={ops}",
+        "--json",
+    )
+    assert r.exit_code == 1
+    rep = json.loads(r.stdout)
+    assert [(s["name"], s["verified"]) for s in rep["signatures"]] == [
+        ("acme", True),
+        ("ops", False),
+    ]
+    assert "does not verify with the policy's public key" in rep["signatures"][1]["result"]
+    assert "sack8s: error: signature 'ops' failed:" in r.stderr
+
+    r = _inspect(str(ctf), "--version", "6.2.0", "--public-key", f"other={acme}")
+    assert r.exit_code == 1 and "missing: the descriptor carries signature(s) acme, ops" in r.output
+
+
+@pytest.mark.parametrize(
+    "arg, text",
+    [("acme", "expected NAME=FILE"), ("acme=/nonexistent.pem", "/nonexistent.pem: No such file")],
+)
+def test_inspect_public_key_bad_input(arg: str, text: str) -> None:
+    r = _inspect(str(REPO / "examples/component/ctf"), "--public-key", arg)
+    assert r.exit_code == 1 and text in r.stderr

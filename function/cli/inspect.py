@@ -65,7 +65,9 @@ async def _gather(src: Any, loc: Any, source: str, constraint: str | None) -> tu
     return res, cv
 
 
-async def _report(src: Any, loc: Any, source: str, constraint: str | None) -> dict[str, Any]:
+async def _report(
+    src: Any, loc: Any, source: str, constraint: str | None, keys: list[tuple[str, str]]
+) -> dict[str, Any]:
     from function.inspect import configdata_resources, report
     from function.ocm.fetch import DEPLOYABLE_TYPES, fetch_deployable, fetch_file
 
@@ -84,7 +86,27 @@ async def _report(src: Any, loc: Any, source: str, constraint: str | None) -> di
                 files[r.name] = sorted(content)
             except SackError as e:
                 files[r.name] = e.message
-    return report(source, res, cv, configdata=configdata, deployable_files=files)
+    return report(source, res, cv, configdata=configdata, deployable_files=files, keys=keys)
+
+
+def _public_keys(given: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``--public-key NAME=FILE`` values: (signature name, PEM text)."""
+    keys: list[tuple[str, str]] = []
+    for item in given:
+        name, sep, file = item.partition("=")
+        if not sep or not name or not file:
+            raise BadInput(f"--public-key {item}: expected NAME=FILE (signature name, PEM file)")
+        if any(name == k for k, _ in keys):
+            raise BadInput(f"--public-key {item}: signature {name} given twice")
+        try:
+            text = Path(file).read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            why = getattr(e, "strerror", None) or type(e).__name__
+            raise BadInput(f"--public-key {item}: {file}: {why}") from None
+        if "-----BEGIN " not in text:
+            raise BadInput(f"--public-key {item}: {file} is not PEM (-----BEGIN ...)")
+        keys.append((name, text))
+    return keys
 
 
 async def _extract(
@@ -200,6 +222,15 @@ async def _with_source(loc: Any, registry: str | None, work: Any, *, plain_http:
     help="Where --extract writes.",
 )
 @click.option("--force", is_flag=True, help="Let --extract overwrite what exists.")
+@click.option(
+    "--public-key",
+    "public_keys",
+    multiple=True,
+    metavar="NAME=FILE",
+    help="Verify signature NAME with the PEM RSA public key (or certificate) in FILE, as the "
+    "function does with the policy's ocm.verify; repeatable. A signature that does not verify "
+    "is shown, and the exit status is 1.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def inspect_cmd(
     *,
@@ -210,6 +241,7 @@ def inspect_cmd(
     extract: str | None,
     output_dir: str,
     force: bool,
+    public_keys: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Show a component's versions, resources and ConfigData rules, or --extract one resource.
@@ -217,6 +249,7 @@ def inspect_cmd(
     SOURCE: [TYPE::]REPO//NAME[:VERSION] as the OCM CLI writes it (an OCI registry, a CTF), a CTF
     or component directory, or a descriptor file. A CTF holding one component needs no //NAME.
     """
+    keys = _public_keys(public_keys)
     try:
         loc = _location(source, plain_http=plain_http)
         if constraint and loc.version:
@@ -239,7 +272,7 @@ def inspect_cmd(
             return
 
         async def report_work(src: Any, loc: Any) -> Any:
-            return await _report(src, loc, source, wanted)
+            return await _report(src, loc, source, wanted, keys)
 
         rep = asyncio.run(_with_source(loc, registry, report_work, plain_http=plain_http))
     except SackError as e:
@@ -254,3 +287,7 @@ def inspect_cmd(
         from function.inspect import format_text
 
         sys.stdout.write(format_text(rep))
+    failed = [s for s in rep.get("signatures", []) if s.get("verified") is False]
+    if failed:
+        sys.stdout.flush()
+        raise BadInput(f"signature {failed[0]['name']!r} failed: {failed[0]['result']}")
