@@ -30,6 +30,7 @@ import decimal
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -430,29 +431,17 @@ def number(value: int | float) -> str:
     return sign + s
 
 
-_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _string(s: str) -> str:
-    out = []
-    for ch in s:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ord(ch) < 0x20:
-            out.append(f"\\u{ord(ch):04x}")
-        elif 0xD800 <= ord(ch) <= 0xDFFF:
-            raise NormalisationError("strings must be valid Unicode (a lone surrogate)")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    """An RFC 8785 string: quote and backslash escaped, control characters in their short
+    forms or as lower-case ``u00xx`` escapes, everything else as is: exactly what Python's
+    encoder writes with ``ensure_ascii=False``.
+    """
+    if _SURROGATE.search(s):
+        raise NormalisationError("strings must be valid Unicode (a lone surrogate)")
+    return json.dumps(s, ensure_ascii=False)
 
 
 def _go_string(s: str) -> str:
