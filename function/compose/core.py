@@ -240,7 +240,11 @@ def compose(inp: CoreInput) -> CoreOutput:
     desired = {k: v for k, v in built.items() if k not in waits}
     # Flux deploys once the gate opens and, the first time, once what must outlive it exists.
     gate = gates.ocm_gate(
-        policy, inp.observed.get(ocmobjects.key_component()), cv.version, cv.descriptor.raw
+        policy,
+        inp.observed.get(ocmobjects.key_component()),
+        cv.version,
+        cv.descriptor.raw,
+        verified.normalised,
     )
     protected = [k for k, o in built.items() if o["kind"] in usages.PROTECTED_KINDS]
     ready_to_start = not waits and all(k in inp.observed for k in protected)

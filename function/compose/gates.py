@@ -139,7 +139,12 @@ class Gate:
     warning: str = ""
 
 
-def _digest_gate(policy: Policy, reported: Any, raw: Mapping[str, Any] | None) -> Gate:
+def _digest_gate(
+    policy: Policy,
+    reported: Any,
+    raw: Mapping[str, Any] | None,
+    known: normalisation.NormalisedDigest | None,
+) -> Gate:
     """Open only when the Component verified the descriptor the function read: its
     ``status.component.digest`` equals the function's digest in the same algorithm.
     """
@@ -167,8 +172,16 @@ def _digest_gate(policy: Policy, reported: Any, raw: Mapping[str, Any] | None) -
             warning=f"the OCM Component {what}: the gate cannot tell whether the controller "
             "verified the descriptor the function read",
         )
+    algo = normalisation.canonical_algorithm(norm)
     try:
-        mine = normalisation.digest(raw or {}, norm, hash_name).value
+        if (
+            known is not None
+            and known.hash_algorithm == hash_name
+            and normalisation.canonical_algorithm(known.normalisation_algorithm) == algo
+        ):
+            mine = known.value  # computed once per descriptor (compose/integrity.py)
+        else:
+            mine = normalisation.digest(raw or {}, norm, hash_name).value
     except normalisation.NormalisationError as e:
         if strict:
             why = f"the function cannot normalise the descriptor: {e}"
@@ -197,9 +210,10 @@ def ocm_gate(
     observed: Mapping[str, Any] | None,
     version: str,
     descriptor: Mapping[str, Any] | None = None,
+    known: normalisation.NormalisedDigest | None = None,
 ) -> Gate:
     """Whether Flux may deploy ``version`` (whose descriptor the function read as
-    ``descriptor``) now, and if not, what is awaited.
+    ``descriptor``; ``known``: its digest already computed) now, and if not, what is awaited.
     """
     if not (policy.ocm.enabled and policy.ocm.gate):
         return Gate(True)
@@ -227,7 +241,7 @@ def ocm_gate(
             False, f"the OCM Component does not verify signature(s) {', '.join(missing)} yet"
         )
     reported = ((observed.get("status") or {}).get("component") or {}).get("digest")
-    return _digest_gate(policy, reported, descriptor)
+    return _digest_gate(policy, reported, descriptor, known)
 
 
 # --------------------------------------------------------------------------- Flux objects
