@@ -223,13 +223,21 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         identity = identity_of(xr)
         repository = claim_repository(spec)
         admitted = admission.admit(spec, policy, identity, repository)
+        log.debug(
+            "admitted",
+            deploy_namespace=admitted.deploy_namespace,
+            registry=repository.host,
+            component=spec.component.name,
+            constraint=spec.component.version,
+        )
 
         reqs = requirements_for(spec, identity, policy)
         reqs.declare(rsp)
         got = reqs.collect(req)
         if got is None:
-            log.debug("waiting for required resources")
+            log.debug("waiting for required resources", required=sorted(rsp.requirements.resources))
             return False  # Crossplane calls again with them resolved; this answer is discarded
+        log.debug("required resources resolved", required=sorted(req.required_resources))
 
         loaded = await self.sources.load(
             spec,
@@ -238,6 +246,12 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             status=(xr.get("status") or {}),
             credentials=req.credentials,
             base_dir=self.base_dir,
+        )
+        log.debug(
+            "component loaded",
+            version=loaded.component.version,
+            deployable=loaded.deployable.name if loaded.deployable else None,
+            configdata=loaded.configdata.name if loaded.configdata else None,
         )
         values = got.values(spec, identity)
         observed = {k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()}

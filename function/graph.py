@@ -16,7 +16,7 @@ rights, secrets and deletion:
   deleted first) to the object it protects (``of``).
 
 Pure and deterministic: the same render gives the same text, byte for byte, so the pictures
-in the README are regenerated and compared by a test.
+in docs/graph.md are regenerated and compared by a test.
 """
 
 from __future__ import annotations

@@ -197,6 +197,8 @@ class Rendered:
     resources: list[dict[str, Any]]
     results: list[fnv1.Result] = field(default_factory=list)
     fatal: fnv1.Result | None = None
+    composite_ready: bool | None = None  # the function's override of the XR's readiness
+    unready: list[str] = field(default_factory=list)  # composed keys not READY_TRUE
 
     def yaml(self) -> str:
         return dump_yaml([self.xr, *self.resources])
@@ -263,7 +265,9 @@ async def render(
         obj = to_dict(rsp.desired.resources[key].resource)
         obj.setdefault("metadata", {}).setdefault("annotations", {})[ANNOTATION_RESOURCE_NAME] = key
         resources.append(obj)
-    return Rendered(out_xr, resources, list(rsp.results), fatal)
+    override = {fnv1.READY_TRUE: True, fnv1.READY_FALSE: False}.get(rsp.desired.composite.ready)
+    unready = sorted(k for k, r in rsp.desired.resources.items() if r.ready != fnv1.READY_TRUE)
+    return Rendered(out_xr, resources, list(rsp.results), fatal, override, unready)
 
 
 def _resource(doc: Mapping[str, Any]) -> fnv1.Resource:
@@ -273,3 +277,110 @@ def _resource(doc: Mapping[str, Any]) -> fnv1.Resource:
     r = fnv1.Resource()
     sdkresource.update(r, dict(doc))
     return r
+
+
+ANNOTATION_COMPOSITE = "crossplane.io/composite"
+CLAIM_LABELS = ("crossplane.io/claim-name", "crossplane.io/claim-namespace")
+
+
+def composed_metadata(
+    xr: Mapping[str, Any], resources: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The composed objects with the metadata Crossplane (and ``crossplane render``) adds.
+
+    As crank v2.2.4's ``SetComposedResourceMetadata``: ``generateName`` ``<xr>-`` when the
+    object has no name, the XR's namespace for a namespaced XR, the ``crossplane.io/composite``
+    label (the XR's own composite label for a nested XR), the claim labels, and the XR as
+    controller owner (``uid`` empty: the XR is not stored anywhere). The function never sets
+    these itself: Crossplane does, on every composed object.
+    """
+    meta = xr.get("metadata") or {}
+    xr_labels = meta.get("labels") or {}
+    prefix = xr_labels.get(ANNOTATION_COMPOSITE) or meta.get("name", "")
+    claim = (xr.get("spec") or {}).get("claimRef") or {}
+    if all(xr_labels.get(k) for k in CLAIM_LABELS):
+        claim_labels = {k: xr_labels[k] for k in CLAIM_LABELS}
+    elif claim:
+        claim_labels = {
+            "crossplane.io/claim-namespace": claim.get("namespace", ""),
+            "crossplane.io/claim-name": claim.get("name", ""),
+        }
+    else:
+        claim_labels = {}
+    owner = {
+        "apiVersion": xr.get("apiVersion"),
+        "kind": xr.get("kind"),
+        "name": meta.get("name", ""),
+        "uid": str(meta.get("uid", "")),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    out = []
+    for obj in resources:
+        o = dict(obj)
+        m = dict(o.get("metadata") or {})
+        if not m.get("name") and not m.get("generateName"):
+            m["generateName"] = f"{prefix}-"
+        if meta.get("namespace"):
+            m["namespace"] = meta["namespace"]
+        m["labels"] = {**(m.get("labels") or {}), ANNOTATION_COMPOSITE: prefix, **claim_labels}
+        refs = [
+            r
+            for r in m.get("ownerReferences") or []
+            if not (isinstance(r, Mapping) and r.get("controller"))
+        ]
+        m["ownerReferences"] = [*refs, owner]
+        o["metadata"] = m
+        out.append(o)
+    return out
+
+
+def result_documents(results: Iterable[fnv1.Result], step: str) -> list[dict[str, Any]]:
+    """Warning and Normal results as ``crossplane render -r`` prints them (crank v2.2.4)."""
+    from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+    return [
+        {
+            "apiVersion": "render.crossplane.io/v1beta1",
+            "kind": "Result",
+            "step": step,
+            "severity": fnv1.Severity.Name(r.severity),
+            "message": r.message,
+        }
+        for r in results
+        if r.severity != fnv1.SEVERITY_FATAL
+    ]
+
+
+CONDITION_TIME = "2024-01-01T00:00:00Z"  # crank's conditionTime(): a fixed, required timestamp
+
+
+def crossplane_xr(rendered: Rendered) -> dict[str, Any]:
+    """The XR as ``crossplane render`` prints it: its ``Ready`` condition first (Available, or
+    Creating while a composed object is not ready: crank v2.2.4's rule, honouring the
+    function's composite readiness), then the function's conditions, every one stamped with
+    crank's fixed ``lastTransitionTime``.
+    """
+    if rendered.composite_ready is False:
+        ready: dict[str, Any] = {"type": "Ready", "status": "False", "reason": "Creating"}
+    elif rendered.composite_ready is None and rendered.unready:
+        first = rendered.unready[:3]
+        more = len(rendered.unready) - len(first)
+        names = ", ".join(first) + (f", and {more} more" if more else "")
+        ready = {
+            "type": "Ready",
+            "status": "False",
+            "reason": "Creating",
+            "message": f"Unready resources: {names}",
+        }
+    else:
+        ready = {"type": "Ready", "status": "True", "reason": "Available"}
+    xr = dict(rendered.xr)
+    status = dict(xr.get("status") or {})
+    conditions = [ready, *(status.get("conditions") or [])]
+    status["conditions"] = [
+        {**{k: v for k, v in c.items() if v != ""}, "lastTransitionTime": CONDITION_TIME}
+        for c in conditions
+    ]
+    xr["status"] = status
+    return xr

@@ -16,7 +16,18 @@ CTF = REPO / "examples" / "component" / "ctf"
 BACKEND = REPO / "tests" / "data" / "configdata" / "backend"
 CD = ["--config-data", str(BACKEND / "config.yaml")]
 VALUES = ["--values", str(BACKEND / "values.yaml")]
-COMMANDS = ["serve", "render", "xrd", "inspect", "localize", "configure", "mutate", "check"]
+COMMANDS = [
+    "serve",
+    "render",
+    "xrd",
+    "inspect",
+    "localize",
+    "configure",
+    "mutate",
+    "check",
+    "component",
+    "component build",
+]
 
 
 def run(*args: str):
@@ -38,6 +49,8 @@ def run(*args: str):
         ["serve", "--bogus"],
         ["check", *CD],  # neither --component nor --root
         ["check", "--root", str(BACKEND)],  # missing --config-data
+        ["component", "build"],  # missing --out
+        ["component", "build", "--out", "x"],  # neither --constructor nor --name/--version
     ],
 )
 def test_usage_errors_exit_2(args):
@@ -102,7 +115,7 @@ def test_bad_input_in_a_file_exits_1(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])
 def test_help_documents_the_contract(command):
-    r = run(*([command] if command else []), "--help")
+    r = run(*(command.split() if command else []), "--help")
     assert r.exit_code == 0
     text = " ".join(r.stdout.split())
     assert "Exit status: 0 success; 1 bad input" in text and "2 usage" in text, command

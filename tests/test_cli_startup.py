@@ -71,10 +71,11 @@ def test_help_and_version_import_no_command():
 
 
 @pytest.mark.parametrize(
-    "name", ["localize", "configure", "mutate", "check", "inspect", "xrd", "render"]
+    "name",
+    ["localize", "configure", "mutate", "check", "inspect", "xrd", "render", "component build"],
 )
 def test_a_command_help_imports_nothing_heavy(name):
-    code, mods = imported(name, "--help")
+    code, mods = imported(*name.split(), "--help")
     assert code == 0 and roots(mods) == set(), sorted(mods)
 
 

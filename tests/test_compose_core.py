@@ -371,6 +371,36 @@ def test_status_reports_version_digest_images_and_substitutions() -> None:
     assert "localization[1]" in rules
 
 
+def _at(obj: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = obj[part]
+    return obj
+
+
+def test_status_traces_every_place_the_pull_secret_is_written() -> None:
+    """The pull secret is the one value the policy, not a ConfigData rule, writes into Flux."""
+    for xr_file, flavour, key in (
+        ("examples/xr.yaml", "helm", "flux-helmrelease"),
+        ("examples/xr-kustomize.yaml", "kustomize", "flux-kustomization"),
+    ):
+        xr, policy = load(xr_file)
+        out = run(xr, policy, observed=observed(flavour))
+        trace = out.xr["status"]["deploy"]["pullSecret"]
+        spec = by_key(out)[key]["spec"]
+        assert trace["namespaces"] == [ns["name"] for ns in xr["spec"]["namespaces"]]
+        if flavour == "helm":
+            [where] = trace["writtenTo"]
+            path = where.removeprefix("HelmRelease spec.values.")
+            assert _at(spec["values"], path) == [{"name": trace["name"]}]
+        else:
+            patched = {p["target"]["kind"] for p in spec["patches"] if trace["name"] in p["patch"]}
+            assert {w.split()[2] for w in trace["writtenTo"]} == patched and patched
+        # without a pull credential there is nothing to trace
+        del xr["spec"]["credentials"]["pull"]
+        out = run(xr, policy, observed=observed(flavour))
+        assert "pullSecret" not in out.xr["status"]["deploy"]
+
+
 # ------------------------------------------------------------------ Flux objects per packaging.md
 
 

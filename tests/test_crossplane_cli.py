@@ -463,6 +463,38 @@ def test_render_matches_sack8s_render(
         assert line.startswith(f"{severity} ") and line.endswith(f": {res['message']}"), (res, line)
 
 
+@pytest.mark.parametrize("case_id", [c.id for c in CASES])
+def test_same_arguments_same_output(
+    crossplane_bin: Path, renders: dict[str, Renders], server: Server, case_id: str
+) -> None:
+    """`sack8s render` given crossplane render's own arguments (`-x -r XR COMPOSITION FUNCTIONS
+    -o OBSERVED -e REQUIRED`) prints the same documents, compared field by field with nothing
+    normalised away: the composite label, claim labels and owner reference on every composed
+    object, the XR's metadata, spec, status and conditions (its `Ready` condition and crank's
+    fixed condition time included), the `kind: Result` documents."""
+    r = _case(renders, server, case_id)
+    args = ["-x", "-r", str(r.xr_file), str(r.case.composition), str(FUNCTIONS)]
+    if r.case.observed:
+        args += ["-o", str(r.case.observed)]
+    if r.case.required:
+        args += ["-e", str(r.case.required)]
+    sk = _run([_sack8s_bin(), "render", *args])
+    assert sk.returncode == 0, sk.stderr
+    cp_docs = _load_text(r.crossplane.stdout)
+    sk_docs = _load_text(sk.stdout)
+
+    assert _diff(cp_docs[0], sk_docs[0]) == []
+    assert [gvk(d) for d in cp_docs[1:]] == [gvk(d) for d in sk_docs[1:]]
+    problems = [p for a, b in zip(cp_docs[1:], sk_docs[1:], strict=True) for p in _diff(a, b)]
+    assert problems == []
+    assert any(d.get("kind") == "Result" for d in sk_docs) or not r.crossplane_results
+    assert all(
+        d["metadata"]["labels"]["crossplane.io/composite"] == cp_docs[0]["metadata"]["name"]
+        for d in sk_docs[1:]
+        if d.get("kind") != "Result"
+    )
+
+
 def test_render_claim_propagates_claim_labels(renders: dict[str, Renders], server: Server) -> None:
     """Render adds the claim labels from the XR: the normaliser has something to drop."""
     r = _case(renders, server, "claim")

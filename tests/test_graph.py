@@ -1,6 +1,6 @@
 """sack8s render --graph: the Mermaid picture of what a claim composes, and the copies in the docs.
 
-The pictures embedded in README.md and docs/graph.md are regenerated here from `sack8s render --graph`
+The pictures embedded in docs/graph.md are regenerated here from `sack8s render --graph`
 of the bundled examples and compared; `SACK8S_UPDATE_GRAPHS=1` rewrites them instead.
 """
 
@@ -21,7 +21,7 @@ from support.examples import CASES
 from function.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", REPO / "docs" / "graph.md"]
+DOCS = [REPO / "docs" / "graph.md"]
 BY_ID = {c.id: c for c in CASES}
 # marker name in the docs -> example case
 PICTURES = {"helm": "helm-observed", "kustomize": "kustomize-observed", "helm-gated": "helm-gated"}
@@ -73,7 +73,7 @@ def test_embedded_pictures_match_the_render():
                 f"{doc.relative_to(REPO)}: an embedded picture differs from `sack8s render --graph`; "
                 "regenerate with SACK8S_UPDATE_GRAPHS=1 .venv/bin/pytest tests/test_graph.py"
             )
-    assert {"helm", "kustomize"} <= seen  # the README and docs/ show both flavours
+    assert {"helm", "kustomize"} <= seen  # docs/graph.md shows both flavours
 
 
 def test_graph_is_deterministic():

@@ -41,7 +41,7 @@ from crossplane.function import logging as sdklogging
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from support import example_component
 from support.invariants import Ledger, check_render, key_of
-from support.settle import digest_of, settle
+from support.settle import settle
 
 from function.cache import Cache
 from function.fn import FunctionRunner
@@ -270,7 +270,10 @@ def run(w: World) -> Rendered:
             return out
         seen = {o["metadata"]["annotations"][KEY]: o for o in w.observed}
         seen.update(
-            {o["metadata"]["annotations"][KEY]: o for o in settle(out.resources, digest_of(out))}
+            {
+                o["metadata"]["annotations"][KEY]: o
+                for o in settle(out.resources, out.xr.get("status"))
+            }
         )
         again = once(list(seen.values()))
         if [r["metadata"] for r in again.resources] == [r["metadata"] for r in out.resources]:
@@ -287,7 +290,7 @@ def settled_observed(w: World) -> list[dict[str, Any]]:
         return list(w.observed)
     seen = {o["metadata"]["annotations"][KEY]: o for o in w.observed}
     seen.update(
-        {o["metadata"]["annotations"][KEY]: o for o in settle(out.resources, digest_of(out))}
+        {o["metadata"]["annotations"][KEY]: o for o in settle(out.resources, out.xr.get("status"))}
     )
     return list(seen.values())
 

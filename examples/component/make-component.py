@@ -17,6 +17,11 @@ manifest and whose other child is the Helm chart). Resources, as in the OCM CLI 
 | manifests-gz | kustomize.ocm.fluxcd.io | localBlob ``application/x-tar+gzip`` (the same directory) |
 | config | configdata.ocm.software | localBlob ``application/yaml`` (``inputs/config/config.yaml``) |
 
+Teams build their own components with ``sack8s component build`` (``function/ocm/build.py``,
+``docs/components.md``), which needs no test extra; this script keeps gardener-ocm's descriptor
+model so the bundled CTF (and every digest the tests and docs quote) stays as it is. The
+archives come from the same reproducible tar and gzip as ``sack8s component build``.
+
 The image is the OCM CLI fixtures' test image (the digest is reused as data: the image itself is
 in their registry, ``upstream/podinfo:6.2.0`` on 127.0.0.1:5000). The descriptor model is
 gardener-ocm's (``ocm``, a test dependency), validated against its JSON schema. Archives are
@@ -29,17 +34,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import filecmp
-import gzip
 import hashlib
-import io
 import json
 import shutil
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 import ocm
+
+from function.ocm.build import reproducible_gzip, reproducible_tar
 
 HERE = Path(__file__).resolve().parent
 INPUTS = HERE / "inputs"
@@ -84,26 +88,6 @@ class Blobs:
         return {"mediaType": media_type, "digest": digest, "size": size, **extra}
 
 
-def _tar(entries: list[tuple[str, bytes | None]]) -> bytes:
-    """A tar with fixed metadata; ``None`` content is a directory."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        for name, data in entries:
-            info = tarfile.TarInfo(name)
-            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-            if data is None:
-                info.type, info.mode = tarfile.DIRTYPE, 0o755
-                tar.addfile(info)
-            else:
-                info.size, info.mode = len(data), 0o644
-                tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
-def _gzip(data: bytes) -> bytes:
-    return gzip.compress(data, compresslevel=9, mtime=0)
-
-
 def _files(root: Path) -> list[tuple[str, bytes]]:
     return [
         (p.relative_to(root).as_posix(), p.read_bytes())
@@ -133,12 +117,12 @@ def chart_archive(version: str) -> tuple[bytes, dict]:
         "appVersion": version,
         "type": "application",
     }
-    return _gzip(_tar([(f"podinfo/{k}", files[k]) for k in order])), meta
+    return reproducible_gzip(reproducible_tar([(f"podinfo/{k}", files[k]) for k in order])), meta
 
 
 def kustomize_archive() -> bytes:
     """The ``dir`` input's tar: a ``./`` entry, then the files (what the OCM CLI writes)."""
-    return _tar([("./", None), *_files(INPUTS / "kustomize")])
+    return reproducible_tar([("./", None), *_files(INPUTS / "kustomize")])
 
 
 def _artifact(name: str, version: str) -> dict:
@@ -202,7 +186,9 @@ def build_version(blobs: Blobs, version: str) -> list[dict]:
         "application/x-tar", tar, annotations=_artifact("manifests", version)
     )
     manifests_gz = blobs.descriptor(
-        "application/x-tar+gzip", _gzip(tar), annotations=_artifact("manifests-gz", version)
+        "application/x-tar+gzip",
+        reproducible_gzip(tar),
+        annotations=_artifact("manifests-gz", version),
     )
     config = blobs.descriptor(
         "application/yaml",

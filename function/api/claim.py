@@ -221,7 +221,7 @@ class Spec(Model):
     @property
     def primary_namespace(self) -> str:
         """The first target namespace: the Flux release targets it, and service secrets and an
-        XR without a claim default to it (README, Decisions).
+        XR without a claim default to it (docs/decisions.md).
         """
         return self.namespaces[0].name
 
@@ -290,6 +290,16 @@ class StatusBlocked(Model):
     message: str
 
 
+class StatusPullSecret(Model):
+    name: str = Field(description="The image pull Secret ESO writes in every target namespace.")
+    namespaces: list[str] = Field(default_factory=list)
+    writtenTo: list[str] = Field(
+        default_factory=list,
+        description="Where the function wrote the Secret's name into the Flux object (the one "
+        "value the policy writes rather than a ConfigData rule).",
+    )
+
+
 class StatusDeploy(Model):
     namespace: str | None = None
     serviceAccount: str | None = None
@@ -300,6 +310,7 @@ class StatusDeploy(Model):
         description="The component version whose source digest and values the Flux objects carry; "
         "while the OCM gate holds a version change it stays at the previous one.",
     )
+    pullSecret: StatusPullSecret | None = None
 
 
 class StatusWarning(Model):

@@ -65,6 +65,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "check",
         "Lint a ConfigData against its deployable: one line per finding.",
     ),
+    "component": (
+        "function.cli.component",
+        "component",
+        "Build a component version (CTF or directory) from your own inputs.",
+    ),
 }
 
 

@@ -340,6 +340,9 @@ def compose(inp: CoreInput) -> CoreOutput:
             "unusedValues": list(mutation.unused_values),
         },
     }
+    pull_secret = flux.pull_secret_trace(ctx, flavour)
+    if pull_secret is not None:
+        status["deploy"]["pullSecret"] = pull_secret
     if blocked is not None:
         status["blockedBy"] = {
             k: v

@@ -130,6 +130,29 @@ def _pull_secret_patches(ctx: Context) -> list[dict[str, Any]]:
     return patches
 
 
+def pull_secret_trace(ctx: Context, flavour: str) -> dict[str, Any] | None:
+    """Where the function itself wrote the pull secret's name into the Flux object.
+
+    ConfigData substitutions are traced rule by rule in ``status.configData``; this is the one
+    value the policy, not a rule, writes, so it gets its own entry in ``status.deploy``.
+    """
+    creds = ctx.spec.credentials
+    if not (creds and creds.pull):
+        return None
+    if flavour == "helm":
+        written = [f"HelmRelease spec.values.{ctx.policy.rbac.helmPullSecretsPath}"]
+    else:
+        written = [
+            f"Kustomization spec.patches: {kind} {'.'.join(path)}.imagePullSecrets"
+            for kind, (_group, *path) in _POD_SPEC_PATHS.items()
+        ]
+    return {
+        "name": ctx.pull_secret_name,
+        "namespaces": [ns.name for ns in ctx.spec.namespaces],
+        "writtenTo": written,
+    }
+
+
 def kustomization(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
     f = ctx.policy.flux
     patches = [dict(p) for p in mutation.kustomize_patches]

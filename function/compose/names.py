@@ -7,7 +7,7 @@ distinguishes the object* -- the claim's namespace and name as separate fields (
 name for an XR without a claim), the object's role, and the namespace or secret it is for.
 The readable part in front is only for people and is cut to fit; uniqueness never depends
 on it. So two claims, two namespaces or two kinds of object derive the same name only if
-SHA-256 truncated to 100 bits collides (README, "Names": birthday bound 2^50, second
+SHA-256 truncated to 100 bits collides (docs/decisions.md, "Names": birthday bound 2^50, second
 preimage 2^100), and where a collision would hand one claim another's object, the ownership
 checks compare the full identity and refuse it.
 

@@ -1,4 +1,4 @@
-"""Every name the function derives for one claim, in one place (README, "Names").
+"""Every name the function derives for one claim, in one place (docs/decisions.md, "Names").
 
 Each name is ``<readable>-<hash>``: the readable part (the claim name and the object's role)
 is for people and is cut to fit; the hash (:func:`function.compose.names.digest`, 100 bits)

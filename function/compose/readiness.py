@@ -4,7 +4,7 @@ Crossplane counts a composed resource ready only when the function says so. Kind
 ``Ready`` condition (ExternalSecret, OCM and Flux objects, Usages) are ready when it is
 True; kinds without one (Namespace, ServiceAccount, Role, RoleBinding) when they exist.
 
-Condition contract (documented in the README): the XR carries a ``DeploymentReady``
+Condition contract (documented in docs/service-team.md): the XR carries a ``DeploymentReady``
 condition; when False, its reason and ``status.blockedBy`` name the first composed object,
 in deployment order, that is not ready, with that object's own Ready reason and message; or,
 while the function withholds objects, what they wait for (``WaitingForNamespace``,

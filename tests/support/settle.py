@@ -1,8 +1,6 @@
-"""A cluster that does what it is told, for renders: every composed object exists and is Ready.
+"""The tests' view of :mod:`function.settle` (the cluster stand-in ``render --settle`` uses).
 
-Stands in for Crossplane applying a render and the controllers settling it, so tests (and
-examples/observed/make-observed.py) can follow a claim through its reconciles: Namespaces
-first, then what goes into them, then the Flux objects once the gate opens, then the Usages.
+``converge`` keeps the tests' shape: every render in order and the XR with its status.
 """
 
 from __future__ import annotations
@@ -11,59 +9,19 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from function.render import Rendered, render
+from function.render import Rendered
+from function.settle import READY_AT, keys, settle, with_status
+from function.settle import converge as _converge
 
-READY_AT = "2026-12-01T00:00:00Z"
-NO_READY_CONDITION = ("Namespace", "ServiceAccount", "Role", "RoleBinding")
-
-
-def digest_of(rendered: Rendered) -> Mapping[str, Any] | None:
-    """The normalised descriptor digest the function reported for a render."""
-    return ((rendered.xr.get("status") or {}).get("component") or {}).get("normalisedDigest")
+__all__ = ["READY_AT", "converge", "keys", "reporting", "settle", "with_status"]
 
 
-def settle(
-    resources: Iterable[Mapping[str, Any]], digest: Mapping[str, Any] | None = None
-) -> list[dict[str, Any]]:
-    """The objects as the API server and their controllers would report them once settled.
-
-    ``digest``: the normalised descriptor digest the OCM controller computes for the version
-    (it reports it in ``status.component.digest``; the function reports the same value in the
-    XR's ``status.component.normalisedDigest``).
-    """
-    out = []
-    for obj in resources:
-        o = copy.deepcopy(dict(obj))
-        o["metadata"]["generation"] = 1
-        if o["kind"] not in NO_READY_CONDITION:
-            o["status"] = {
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "True",
-                        "reason": "Ready",
-                        "message": "Ready",
-                        "lastTransitionTime": READY_AT,
-                    }
-                ],
-            }
-            if (
-                o["kind"] == "Component"
-            ):  # the OCM controller: Ready for the generation it reconciled
-                o["status"]["observedGeneration"] = 1
-                o["status"]["component"] = {
-                    "component": o["spec"]["component"],
-                    "version": o["spec"]["semver"],
-                    "repositorySpec": {
-                        "type": "OCIRegistry",
-                        "baseUrl": "http://127.0.0.1:5000",
-                        "subPath": "source",
-                    },
-                }
-                if digest is not None:
-                    o["status"]["component"]["digest"] = dict(digest)
-        out.append(o)
-    return out
+async def converge(
+    xr: Mapping[str, Any], policy: Mapping[str, Any], *, rounds: int = 8, **kw: Any
+) -> tuple[list[Rendered], dict[str, Any]]:
+    """Reconcile until nothing new is composed; every render in order, and the XR with its status."""
+    out = await _converge(xr, policy, rounds=rounds, **kw)
+    return out.renders, out.xr
 
 
 def reporting(
@@ -82,38 +40,3 @@ def reporting(
                 descriptor, normalisation.V4ALPHA1
             ).to_status()
     return out
-
-
-def keys(rendered: Rendered) -> list[str]:
-    return [
-        r["metadata"]["annotations"]["crossplane.io/composition-resource-name"]
-        for r in rendered.resources
-    ]
-
-
-def with_status(xr: Mapping[str, Any], rendered: Rendered) -> dict[str, Any]:
-    """The XR as the next request observes it: the status the last reconcile wrote."""
-    out = copy.deepcopy(dict(xr))
-    out["status"] = copy.deepcopy(
-        {k: v for k, v in (rendered.xr.get("status") or {}).items() if k != "conditions"}
-    )
-    return out
-
-
-async def converge(
-    xr: Mapping[str, Any], policy: Mapping[str, Any], *, rounds: int = 8, **kw: Any
-) -> tuple[list[Rendered], dict[str, Any]]:
-    """Reconcile until nothing new is composed; every render in order, and the XR with its status."""
-    xr = copy.deepcopy(dict(xr))
-    out = await render(xr, policy, **kw)
-    seen = [out]
-    for _ in range(rounds):
-        if out.fatal is not None:
-            break
-        xr = with_status(xr, out)
-        again = await render(xr, policy, observed=settle(out.resources, digest_of(out)), **kw)
-        seen.append(again)
-        if keys(again) == keys(out):
-            break
-        out = again
-    return seen, xr
