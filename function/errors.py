@@ -70,6 +70,14 @@ class ComponentError(SackError):
     reason = "ComponentError"
 
 
+class DigestMismatch(ComponentError):
+    """Bytes read from a component that do not hash to the digest naming them: a resource's
+    declared digest, or the digest a blob is stored or referenced under (tampered content).
+    """
+
+    reason = "DigestMismatch"
+
+
 class SourceUnavailable(ComponentError):
     """A transient failure reaching a component source (unreachable, 5xx, timeout)."""
 

@@ -30,6 +30,7 @@ from function.ocm.access import (
 )
 from function.ocm.inventory import Resolution
 from function.ocm.model import TYPE_CONFIGDATA, ComponentVersion, Resource
+from function.ocm.source import resource_key
 
 MAX_FILES_SHOWN = 12
 
@@ -87,7 +88,12 @@ def pinning(cv: ComponentVersion, resource: Resource) -> dict[str, Any]:
         if isinstance(ref, str) and ref.startswith("sha256:"):
             out = {"pinned": True, "by": "by its content digest (localBlob)"}
         else:
-            out = {"pinned": False, "by": "a named blob: no digest to verify it against"}
+            out = {
+                "pinned": False,
+                "by": "a named blob: only its resource digest verifies it"
+                if resource.digest is not None
+                else "a named blob: no digest to verify it against",
+            }
         if cv.repository is not None and resource.type in ("ociImage", "ociArtifact"):
             try:
                 out["reference"] = localized_reference(cv, resource)
@@ -98,6 +104,18 @@ def pinning(cv: ComponentVersion, resource: Resource) -> dict[str, Any]:
         "pinned": False,
         "by": f"access type {resource.access.get('type')!r} is not one the function reads",
     }
+
+
+def unread_digest_check(resource: Resource) -> str:
+    """Why the digest of a resource whose content the function never reads is not checked
+    against bytes (an image: the digest pins the reference the cluster pulls).
+    """
+    kind = normalize_access_type(str(resource.access.get("type", "")))
+    if resource.digest is None:
+        return "not checked: not read by the function, and no digest declared"
+    if kind == OCI_ARTIFACT:
+        return "not read by the function: the cluster pulls it by reference, pinned by digest"
+    return f"not read by the function (access {resource.access.get('type')!r})"
 
 
 def _digest(resource: Resource) -> dict[str, str] | None:
@@ -217,10 +235,13 @@ def report(
     *,
     configdata: Mapping[str, bytes | str],
     deployable_files: Mapping[str, list[str] | str],
+    digest_checks: Mapping[str, str] | None = None,
     keys: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """The whole inspection. ``configdata``/``deployable_files`` map a resource name to its
-    content, or to the one-line reason it could not be read (shown, never fatal); ``keys``
+    content, or to the one-line reason it could not be read (shown, never fatal).
+    ``digest_checks`` maps a :func:`~function.ocm.source.resource_key` to how its blob
+    compared with the declared digest (the CLI reads every localBlob to say so); ``keys``
     are the public keys to verify signatures with (``--public-key NAME=FILE``).
     """
     resources = []
@@ -235,6 +256,8 @@ def report(
         if r.extra_identity:
             entry["extraIdentity"] = dict(sorted(r.extra_identity.items()))
         entry["digest"] = _digest(r)
+        if digest_checks is not None:
+            entry["digestCheck"] = digest_checks.get(resource_key(r)) or unread_digest_check(r)
         entry.update(pinning(cv, r))
         files = deployable_files.get(r.name)
         if isinstance(files, list):
@@ -306,6 +329,8 @@ def format_text(rep: Mapping[str, Any]) -> str:
             if d
             else "    digest     none"
         )
+        if r.get("digestCheck"):
+            lines.append(f"    checked    {r['digestCheck']}")
         lines.append(f"    pinned     {'yes' if r['pinned'] else 'NO'}: {r['by']}")
         if r.get("reference"):
             lines.append(f"    pulls      {r['reference']}")
@@ -362,4 +387,5 @@ __all__ = [
     "format_text",
     "pinning",
     "report",
+    "unread_digest_check",
 ]

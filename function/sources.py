@@ -107,10 +107,13 @@ class SourceFactory:
     """Builds component sources for requests; one per process, sharing one storage cache.
 
     ``on_registry_get(seconds, ok)`` is handed to every registry client (latency metrics).
+    ``verify_digests=False`` loads resources without checking their digests: only
+    ``sack8s render --skip-digest-check`` (tests) sets it; nothing in a request can.
     """
 
     cache: Cache = field(default_factory=Cache)
     on_registry_get: Callable[[float, bool], None] | None = None
+    verify_digests: bool = True
 
     def _credentials(self, policy: Policy, credentials: Mapping[str, Any]) -> CredentialSet:
         result = CredentialSet()
@@ -187,7 +190,10 @@ class SourceFactory:
             # Everything load_resources returns is a pure function of the descriptor manifest
             # (content-addressed: it names every blob by digest) and of the selection, so it is
             # kept in the shared cache under that digest: a warm reconcile neither re-reads nor
-            # re-extracts the deployable. A new descriptor (a re-pushed tag) is a new key.
+            # re-extracts the deployable. A new descriptor (a re-pushed tag) is a new key. The
+            # digest checks ran before the entry was stored (a mismatch is never cached), and the
+            # descriptor under that digest declares the same resource digests: a warm reconcile
+            # reuses the verified content without reading or hashing a blob again.
             key = (
                 "loaded",
                 ("mirror", str(mirror))
@@ -199,11 +205,16 @@ class SourceFactory:
                 cv.descriptor_digest,
                 resource_key(deployable),
                 None if configdata is None else resource_key(configdata),
+                self.verify_digests,
             )
 
             async def fetch() -> LoadedComponent:
                 return await load_resources(
-                    source, cv, deployable=deployable, configdata=configdata
+                    source,
+                    cv,
+                    deployable=deployable,
+                    configdata=configdata,
+                    verify=self.verify_digests,
                 )
 
             loaded = (

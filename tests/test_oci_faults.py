@@ -24,7 +24,7 @@ from support.oci_env import (
 from support.registry import free_port
 
 from function.cache import Cache
-from function.errors import ComponentError, SourceUnavailable
+from function.errors import ComponentError, DigestMismatch, SourceUnavailable
 from function.ocm.model import Repository
 from function.ocm.oci import AllowedHost, BasicCredential, CredentialSet, OciSource, RegistryAccess
 from function.ocm.oci.client import RegistryClient, RegistryError
@@ -130,7 +130,8 @@ async def test_corrupted_body_byte_is_a_digest_mismatch(proxy):
     async with source(proxy.host) as src:
         with pytest.raises(ComponentError) as err:
             await src.get(COMPONENT, "6.2.0")
-    assert type(err.value) is ComponentError
+    # content that does not hash to its digest: refused as such, never retried as transient
+    assert type(err.value) is DigestMismatch
     msg = assert_one_clean_error(err.value, proxy.host)
     assert "digest mismatch" in msg and DESCRIPTOR_LAYER in msg
 

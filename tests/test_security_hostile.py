@@ -140,9 +140,17 @@ def component_dir(
             (root / "blobs" / f"sha256.{m_digest}").write_bytes(manifest)
             r["access"]["localReference"] = f"sha256:{m_digest}"
             r["digest"]["value"] = m_digest
-    (root / "component-descriptor.json").write_text(json.dumps(d))
     cd = CONFIGDATA_BLOB.read_bytes() if configdata is None else configdata
-    (root / "blobs" / "configdata.yaml").write_bytes(cd.encode() if isinstance(cd, str) else cd)
+    cd = cd.encode() if isinstance(cd, str) else cd
+    for r in d["component"]["resources"]:
+        if r["name"] == "config":  # a named blob: only the resource digest verifies it
+            r["digest"] = {
+                "hashAlgorithm": "SHA-256",
+                "normalisationAlgorithm": "genericBlobDigest/v1",
+                "value": hashlib.sha256(cd).hexdigest(),
+            }
+    (root / "component-descriptor.json").write_text(json.dumps(d))
+    (root / "blobs" / "configdata.yaml").write_bytes(cd)
     return root
 
 

@@ -299,6 +299,12 @@ class SourcePolicy(Model):
         description="Accept an image with neither digest nor resource digest (Warning instead of "
         "Fatal).",
     )
+    requireDigests: bool = Field(
+        default=True,
+        description="Refuse (Fatal) a resource the function reads and deploys (the deployable, the "
+        "ConfigData) that declares no digest, since its content cannot be verified; false: a "
+        "Warning. A declared digest is always checked: a mismatch is always Fatal.",
+    )
 
 
 class ConfigDataPolicy(Model):

@@ -29,7 +29,7 @@ from function.cli.mutate import (
     load_values,
     with_component,
 )
-from function.errors import SackError
+from function.errors import DigestMismatch, SackError
 
 MAX_FILES = 4096
 MAX_TOTAL = 64 * 1024 * 1024
@@ -87,7 +87,8 @@ def _component_deployables(
             except SackError as e:
                 problems.append(
                     Finding(
-                        "warning",
+                        # a tampered deployable is an error; one that cannot be read, a warning
+                        "error" if isinstance(e, DigestMismatch) else "warning",
                         "component",
                         "-",
                         "-",

@@ -18,7 +18,7 @@ import click
 
 from function.cli.exits import EPILOG, BadInput, one_line
 from function.cli.mutate import mirror_for
-from function.errors import ComponentError, SackError
+from function.errors import ComponentError, DigestMismatch, SackError
 
 # The component modules (pydantic, httpx) are imported where they are used, so that
 # ``sack8s inspect --help`` loads none of them (function/cli/__init__.py).
@@ -65,28 +65,79 @@ async def _gather(src: Any, loc: Any, source: str, constraint: str | None) -> tu
     return res, cv
 
 
+async def _digest_checks(src: Any, cv: Any, *, verify: bool) -> tuple[dict[str, str], list[str]]:
+    """Every localBlob resource read and checked against its digest: what to show per resource
+    (by resource key), and the errors of the checks that failed.
+    """
+    from function.ocm import digests
+    from function.ocm.access import LOCAL_BLOB, normalize_access_type
+    from function.ocm.fetch import read_blob
+    from function.ocm.source import resource_key
+
+    shown: dict[str, str] = {}
+    failed: list[str] = []
+    for r in cv.descriptor.resources:
+        if normalize_access_type(str(r.access.get("type", ""))) != LOCAL_BLOB:
+            continue
+        key = resource_key(r)
+        if not verify:
+            shown[key] = digests.skipped(r).text()
+            continue
+        try:
+            data, media_type, where = await read_blob(src, cv, r)
+        except DigestMismatch as e:  # stored content that does not hash to its digest
+            shown[key] = f"FAILED: {e.message}"
+            failed.append(str(e))
+            continue
+        except SackError as e:
+            shown[key] = f"not checked: cannot be read: {e.message}"
+            continue
+        try:
+            shown[key] = digests.check(where, r, data, media_type).text()
+        except SackError as e:
+            shown[key] = f"FAILED: {e.message}"
+            failed.append(str(e))
+    return shown, failed
+
+
 async def _report(
-    src: Any, loc: Any, source: str, constraint: str | None, keys: list[tuple[str, str]]
-) -> dict[str, Any]:
+    src: Any,
+    loc: Any,
+    source: str,
+    constraint: str | None,
+    *,
+    verify: bool = True,
+    keys: list[tuple[str, str]] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
     from function.inspect import configdata_resources, report
     from function.ocm.fetch import DEPLOYABLE_TYPES, fetch_deployable, fetch_file
 
     res, cv = await _gather(src, loc, source, constraint)
+    checks, failed = await _digest_checks(src, cv, verify=verify)
     configdata: dict[str, bytes | str] = {}
     for r in configdata_resources(cv):
         try:
-            configdata[r.name] = await fetch_file(src, cv, r)
+            configdata[r.name] = await fetch_file(src, cv, r, verify=verify)
         except SackError as e:
             configdata[r.name] = e.message
     files: dict[str, list[str] | str] = {}
     for r in cv.descriptor.resources:
         if r.type in DEPLOYABLE_TYPES:
             try:
-                content, _ = await fetch_deployable(src, cv, r)
+                content, _ = await fetch_deployable(src, cv, r, verify=verify)
                 files[r.name] = sorted(content)
             except SackError as e:
                 files[r.name] = e.message
-    return report(source, res, cv, configdata=configdata, deployable_files=files, keys=keys)
+    rep = report(
+        source,
+        res,
+        cv,
+        configdata=configdata,
+        deployable_files=files,
+        digest_checks=checks,
+        keys=keys or [],
+    )
+    return rep, failed
 
 
 def _public_keys(given: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -110,7 +161,15 @@ def _public_keys(given: tuple[str, ...]) -> list[tuple[str, str]]:
 
 
 async def _extract(
-    src: Any, loc: Any, source: str, constraint: str | None, name: str, out: Path, *, force: bool
+    src: Any,
+    loc: Any,
+    source: str,
+    constraint: str | None,
+    name: str,
+    out: Path,
+    *,
+    force: bool,
+    verify: bool = True,
 ) -> list[Path]:
     from function.ocm.access import LOCAL_BLOB, is_manifest_media_type, normalize_access_type
     from function.ocm.fetch import DEPLOYABLE_TYPES, fetch_deployable
@@ -123,7 +182,7 @@ async def _extract(
             "--extract", f"resource name {res.name[:80]!r} is not usable as a file name"
         )
     if res.type in DEPLOYABLE_TYPES:
-        content, _ = await fetch_deployable(src, cv, res)
+        content, _ = await fetch_deployable(src, cv, res, verify=verify)
         target = out / res.name
         _check_free(target, force=force)
         written = []
@@ -148,7 +207,9 @@ async def _extract(
             "artifact, not a file: "
             "pull it with an OCI client (sack8s inspect shows its reference)",
         )
-    data = await src.blob(cv, ref, media)
+    from function.ocm.fetch import read_checked
+
+    data, _, _ = await read_checked(src, cv, res, verify=verify)
     target = out / (res.name + _EXTENSIONS.get(media.split(";")[0].strip().lower(), ""))
     _check_free(target, force=force)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -232,6 +293,11 @@ async def _with_source(loc: Any, registry: str | None, work: Any, *, plain_http:
     "is shown, and the exit status is 1.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--skip-digest-check",
+    is_flag=True,
+    help="Read the blobs without checking them against the resource digests (for tests only).",
+)
 def inspect_cmd(
     *,
     source: str,
@@ -243,13 +309,18 @@ def inspect_cmd(
     force: bool,
     public_keys: tuple[str, ...],
     as_json: bool,
+    skip_digest_check: bool,
 ) -> None:
     """Show a component's versions, resources and ConfigData rules, or --extract one resource.
 
     SOURCE: [TYPE::]REPO//NAME[:VERSION] as the OCM CLI writes it (an OCI registry, a CTF), a CTF
     or component directory, or a descriptor file. A CTF holding one component needs no //NAME.
+
+    Every blob the component holds is checked against its resource's digest; the report shows
+    each check, and a failed one makes the exit status 1 (after the report).
     """
     keys = _public_keys(public_keys)
+    verify = not skip_digest_check
     try:
         loc = _location(source, plain_http=plain_http)
         if constraint and loc.version:
@@ -261,7 +332,9 @@ def inspect_cmd(
             out = Path(output_dir)
 
             async def extract_work(src: Any, loc: Any) -> Any:
-                return await _extract(src, loc, source, wanted, extract, out, force=force)
+                return await _extract(
+                    src, loc, source, wanted, extract, out, force=force, verify=verify
+                )
 
             written = asyncio.run(_with_source(loc, registry, extract_work, plain_http=plain_http))
             for p in written:
@@ -272,9 +345,9 @@ def inspect_cmd(
             return
 
         async def report_work(src: Any, loc: Any) -> Any:
-            return await _report(src, loc, source, wanted, keys)
+            return await _report(src, loc, source, wanted, verify=verify, keys=keys)
 
-        rep = asyncio.run(_with_source(loc, registry, report_work, plain_http=plain_http))
+        rep, failed = asyncio.run(_with_source(loc, registry, report_work, plain_http=plain_http))
     except SackError as e:
         raise BadInput(one_line(str(e))) from None
     except OSError as e:
@@ -287,7 +360,17 @@ def inspect_cmd(
         from function.inspect import format_text
 
         sys.stdout.write(format_text(rep))
-    failed = [s for s in rep.get("signatures", []) if s.get("verified") is False]
+    sigs = [
+        f"signature {s['name']!r} failed: {s['result']}"
+        for s in rep.get("signatures", [])
+        if s.get("verified") is False
+    ]
     if failed:
         sys.stdout.flush()
-        raise BadInput(f"signature {failed[0]['name']!r} failed: {failed[0]['result']}")
+        more = f" (and {len(failed) - 1} more resource(s), shown above)" if len(failed) > 1 else ""
+        more += f"; {len(sigs)} signature(s) failed too, shown above" if sigs else ""
+        raise BadInput(one_line(failed[0]) + more)
+    if sigs:
+        sys.stdout.flush()
+        more = f" (and {len(sigs) - 1} more signature(s), shown above)" if len(sigs) > 1 else ""
+        raise BadInput(one_line(sigs[0]) + more)

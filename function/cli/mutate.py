@@ -159,17 +159,71 @@ def mirror_for(registry: str | None, *, plain_http: bool = False) -> Any:
     return reg.repository
 
 
-def load_component(source: str, *, plain_http: bool = False, registry: str | None = None) -> Any:
+def load_component(
+    source: str,
+    *,
+    plain_http: bool = False,
+    registry: str | None = None,
+    verify: bool = True,
+    warn: Any = None,
+) -> Any:
     """SOURCE → ComponentVersion via the component-source modules (descriptor, dir, CTF, OCI).
 
     Errors say what exists (:mod:`function.ocm.inventory`): the components a CTF holds, the
-    versions there; a version left out is fine when there is exactly one.
+    versions there; a version left out is fine when there is exactly one. With ``verify``,
+    the blobs the function would read (every ConfigData and deployable) are checked against
+    their resource digests first, as the function checks them (:func:`verify_digests`).
     """
 
-    async def just_the_version(src: Any, cv: Any) -> Any:  # noqa: ARG001 - then(src, cv)
+    async def the_version(src: Any, cv: Any) -> Any:
+        if verify:
+            for message in await verify_digests(src, cv):
+                if warn is not None:
+                    warn(message)
         return cv
 
-    return with_component(source, just_the_version, plain_http=plain_http, registry=registry)
+    return with_component(source, the_version, plain_http=plain_http, registry=registry)
+
+
+async def verify_digests(src: Any, cv: Any) -> list[str]:
+    """Every ConfigData and deployable blob of ``cv`` checked against its resource digest, as
+    the function checks what it loads: a mismatch raises; returns warnings for what could not
+    be checked (no digest declared: the policy's ``source.requireDigests`` decides in a
+    cluster). A descriptor file holds no blobs: nothing is read, nothing to check.
+    """
+    from function.errors import DigestMismatch
+    from function.ocm import digests
+    from function.ocm.access import LOCAL_BLOB, normalize_access_type
+    from function.ocm.directory import DescriptorFileSource, DirectorySource
+    from function.ocm.fetch import DEPLOYABLE_TYPES, read_blob
+    from function.ocm.model import TYPE_CONFIGDATA
+
+    read = [
+        r
+        for r in cv.descriptor.resources
+        if r.type in (*DEPLOYABLE_TYPES, TYPE_CONFIGDATA)
+        and normalize_access_type(str(r.access.get("type", ""))) == LOCAL_BLOB
+    ]
+    where = f"component {cv.name}:{cv.version}"
+    if isinstance(src, DescriptorFileSource) and not isinstance(src, DirectorySource):
+        return []
+    warnings = []
+    for r in read:
+        try:
+            data, media_type, where_r = await read_blob(src, cv, r)
+        except DigestMismatch:
+            raise
+        except SackError as e:
+            # this command needs only the descriptor: a blob it cannot read is reported
+            warnings.append(f"{e.where}: digest not checked: {e.message}")
+            continue
+        check = digests.check(where_r, r, data, media_type)
+        if check.status == "missing":
+            warnings.append(
+                f"{where} {r.describe()}: {check.detail}; the function refuses it unless the "
+                "policy sets source.requireDigests: false"
+            )
+    return warnings
 
 
 def with_component(
@@ -249,6 +303,7 @@ def _run(
     schema_violations: str = "Fatal",
     allow_unpinned: bool = False,
     image_pairs: str = "fatal",
+    skip_digest_check: bool = False,
 ) -> None:
     from function.configdata.engine import apply_to_file, plan
     from function.configdata.localize import enforce_image_pairs, image_pair_defects
@@ -275,11 +330,20 @@ def _run(
                 raise Failure(f"stdin: larger than the {MAX_BYTES} byte limit")
         else:
             text = _read(full, "FILE")
+        digest_warnings: list[str] = []
         cv = (
-            load_component(component, plain_http=plain_http, registry=registry)
+            load_component(
+                component,
+                plain_http=plain_http,
+                registry=registry,
+                verify=not skip_digest_check,
+                warn=digest_warnings.append,
+            )
             if localize
             else None
         )
+        if localize and skip_digest_check:
+            digest_warnings.append("resource digests not checked (--skip-digest-check, tests only)")
         p = plan(
             cd,
             component=cv,
@@ -325,6 +389,8 @@ def _run(
             _log(f"not applicable: ConfigData {sub.rule} addresses file {sub.file}, not {name}")
         for change in result.changes:
             _log(describe(change))
+    for message in digest_warnings:
+        _log(f"warning: {message}")
     for finding in p.findings + result.findings:
         _log(f"warning: {finding.message}")
     for change in result.changes:
@@ -410,6 +476,12 @@ _component = [
         show_default=True,
         help="A rule writing an invalid or unlocalized reference into a repository:tag pair: "
         "an error, or a warning (the policy's configData.imagePairs).",
+    ),
+    click.option(
+        "--skip-digest-check",
+        is_flag=True,
+        help="Use the component without checking its ConfigData and deployable blobs against "
+        "their resource digests (for tests only).",
     ),
 ]
 _values = [

@@ -123,6 +123,12 @@ def _stderr_logs() -> None:
     is_flag=True,
     help="Print a Mermaid diagram of the composed objects instead of the YAML stream.",
 )
+@click.option(
+    "--skip-digest-check",
+    is_flag=True,
+    help="Use the component's blobs without checking them against the resource digests (a "
+    "Warning per resource; for tests only, never what the function does in a cluster).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs on stderr.")
 def render_cmd(
     xr_file,
@@ -139,6 +145,7 @@ def render_cmd(
     full_xr,
     settle,
     graph,
+    skip_digest_check,
     verbose,
 ) -> None:
     """Print the desired composed resources as a YAML stream (exit 1 with the Fatal message on
@@ -166,6 +173,7 @@ def render_cmd(
         result_documents,
         step_credentials,
     )
+    from function.sources import SourceFactory
 
     if composition_arg and composition:
         raise click.UsageError("give the Composition either as an argument or as --composition")
@@ -206,7 +214,7 @@ def render_cmd(
             "observed": load_docs(observed),
             "required": load_docs(required_resources),
             "credentials": secrets,
-            "runner": FunctionRunner(),
+            "runner": FunctionRunner(sources=SourceFactory(verify_digests=not skip_digest_check)),
         }
         if settle:
             settled = asyncio.run(settling.converge(xr, fn_input, **kw))

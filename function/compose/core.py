@@ -36,6 +36,7 @@ from function.compose.identity import Identity
 from function.configdata.deploy import FluxMutation, MutationInput, mutate
 from function.configdata.localize import enforce_image_pairs
 from function.errors import ComponentError, InvalidClaim
+from function.ocm import digests
 from function.ocm.access import ImageTable, flux_source, image_table
 from function.ocm.model import TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
 from function.ocm.source import LoadedComponent, resource_key
@@ -197,6 +198,16 @@ def compose(inp: CoreInput) -> CoreOutput:
         )
     # Nothing is composed from a descriptor whose policy signatures do not verify.
     verified = integrity.check(policy, cv)
+    # What was read was checked against the resource digests while loading (a mismatch never
+    # loads); whether a resource without one may be used is the policy's call.
+    digest_notes = [
+        Note("Warning", reason, message)
+        for reason, message in digests.enforce(
+            inp.loaded.digests,
+            f"component {cv.name}:{cv.version}",
+            require=policy.source.requireDigests,
+        )
+    ]
     flavour = choose_flavour(spec, deployable)
     ctx = Context(identity, spec, policy, deploy_ns, inp.repository, registry, flavour)
 
@@ -260,7 +271,8 @@ def compose(inp: CoreInput) -> CoreOutput:
 
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
     blocked = readiness.first_blocker(desired, ready, inp.observed)
-    notes: list[Note] = [Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings]
+    notes: list[Note] = list(digest_notes)
+    notes.extend(Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings)
     notes.extend(
         Note("Warning", "ConfigDataWarning", w)
         for w in enforce_image_pairs(

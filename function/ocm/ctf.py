@@ -184,10 +184,8 @@ class CtfSource:
         async def read(d: str, cap: int, *, manifest: bool, what: str) -> bytes:  # noqa: ARG001
             try:
                 return self._read(d, cap, where)
-            except ComponentError as e:
-                raise ComponentError(
-                    where, f"reading {what} in {self._where}: {e.message}"
-                ) from None
+            except ComponentError as e:  # the same class: a DigestMismatch stays one
+                raise type(e)(where, f"reading {what} in {self._where}: {e.message}") from None
 
         walked = await walk(
             read,

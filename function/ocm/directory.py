@@ -12,7 +12,8 @@ How a localBlob's content is found (``blob(cv, localReference, mediaType)``):
 * ``localReference`` is ``sha256:<hex>`` → ``blobs/sha256.<hex>``, SHA-256 verified;
 * otherwise it must be a relative file name (``chart.tgz``, ``manifests/app.tar.gz``:
   segments of ``[A-Za-z0-9._-]``, no ``..``) → ``blobs/<name>``; the resolved file must stay
-  inside ``blobs/`` (symlinks out are refused). There is no digest to verify it against.
+  inside ``blobs/`` (symlinks out are refused). Storage has no digest for it: only the
+  resource's declared digest verifies it (:mod:`function.ocm.digests`).
 
 ``descriptor_digest`` is the SHA-256 of the descriptor file bytes. It is **not** a registry
 descriptor-manifest digest and ``layers`` is empty, so a Kustomize Flux source (pinned to the

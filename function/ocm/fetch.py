@@ -24,7 +24,14 @@ What is fetched:
 
 * the **ConfigData** file: its bytes under the resource name.
 
-``contents`` and ``blob_heads`` are keyed by :func:`function.ocm.source.resource_key`.
+Every blob read for a resource is checked against the resource's declared digest
+(:mod:`function.ocm.digests`) before anything is made of it, and the layer of an OCI
+artifact against the digest its (checked) manifest names, so the chain from the descriptor to
+the bytes never rests on the storage alone. ``verify=False`` (``--skip-digest-check``, tests
+only) records the checks as skipped.
+
+``contents``, ``blob_heads`` and ``digests`` are keyed by
+:func:`function.ocm.source.resource_key`.
 """
 
 from __future__ import annotations
@@ -34,9 +41,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from function.cache import memo
-from function.errors import ComponentError
+from function.errors import ComponentError, SackError
+from function.ocm import digests
 from function.ocm.access import LOCAL_BLOB, normalize_access_type
 from function.ocm.archive import extract_archive, helm_chart_files
+from function.ocm.digests import DigestCheck
 from function.ocm.layout import (
     FLUX_CONTENT_LAYER,
     HELM_CHART_LAYER,
@@ -44,6 +53,7 @@ from function.ocm.layout import (
     TAR_GZIP,
     TAR_PLAIN,
     bare,
+    verify_digest,
 )
 from function.ocm.model import (
     TYPE_CONFIGDATA,
@@ -132,23 +142,30 @@ async def load_resources(
     *,
     deployable: Resource | None,
     configdata: Resource | None,
+    verify: bool = True,
 ) -> LoadedComponent:
-    """The content of the selected resources of ``cv`` (see :class:`LoadedComponent`)."""
+    """The content of the selected resources of ``cv`` (see :class:`LoadedComponent`), every
+    blob checked against its resource's digest (``verify``).
+    """
     contents: dict[str, Mapping[str, bytes]] = {}
     heads: dict[str, bytes] = {}
+    checks: dict[str, DigestCheck] = {}
     if deployable is not None:
-        files, head = await fetch_deployable(source, cv, deployable)
+        files, head, check = await _deployable(source, cv, deployable, verify=verify)
         contents[resource_key(deployable)] = MappingProxyType(files)
         heads[resource_key(deployable)] = head
+        checks[resource_key(deployable)] = check
     if configdata is not None:
-        data = await fetch_file(source, cv, configdata)
+        data, check = await _file(source, cv, configdata, verify=verify)
         contents[resource_key(configdata)] = MappingProxyType({configdata.name: data})
+        checks[resource_key(configdata)] = check
     return LoadedComponent(
         component=cv,
         contents=MappingProxyType(contents),
         blob_heads=MappingProxyType(heads),
         deployable=deployable,
         configdata=configdata,
+        digests=MappingProxyType(checks),
     )
 
 
@@ -177,11 +194,51 @@ def _local_blob(res: Resource, where: str) -> tuple[str, str]:
     return ref, (mt if isinstance(mt, str) else "")
 
 
-async def _manifest_layer(
-    source: ComponentSource, cv: ComponentVersion, ref: str, mt: str, layer_mt: str, where: str
+async def _blob(
+    source: ComponentSource, cv: ComponentVersion, ref: str, mt: str, where: str
 ) -> bytes:
-    """The single layer of media type ``layer_mt`` of the child manifest ``ref``."""
-    data = await source.blob(cv, ref, mt)
+    """``source.blob``, its errors naming the resource (``where``) the blob belongs to: a
+    hostile ``localReference`` is refused by the storage, which knows only the component.
+    """
+    try:
+        return await source.blob(cv, ref, mt)
+    except SackError as e:
+        if e.where.startswith(where):
+            raise
+        raise type(e)(where, e.message, reason=e.reason) from None
+
+
+async def read_blob(
+    source: ComponentSource, cv: ComponentVersion, res: Resource
+) -> tuple[bytes, str, str]:
+    """The blob of a localBlob resource as stored (an OCI artifact's manifest), its media type
+    and the place errors about it name; unchecked (:func:`read_checked` checks it).
+    """
+    where = f"component {cv.name}:{cv.version} {res.describe()}"
+    ref, mt = _local_blob(res, where)
+    return await _blob(source, cv, ref, mt, where), mt, where
+
+
+async def read_checked(
+    source: ComponentSource, cv: ComponentVersion, res: Resource, *, verify: bool = True
+) -> tuple[bytes, str, DigestCheck]:
+    """The blob of a localBlob resource, its media type, and its digest check (a mismatch
+    raises).
+    """
+    data, mt, where = await read_blob(source, cv, res)
+    check = digests.check(where, res, data, mt) if verify else digests.skipped(res)
+    return data, mt, check
+
+
+async def _manifest_layer(
+    source: ComponentSource,
+    cv: ComponentVersion,
+    ref: str,
+    data: bytes,
+    layer_mt: str,
+    where: str,
+) -> bytes:
+    """The single layer of media type ``layer_mt`` of the child manifest ``ref`` (``data``)."""
     try:
         manifest = json.loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError):
@@ -201,13 +258,23 @@ async def _manifest_layer(
     digest = hits[0].get("digest")
     if not isinstance(digest, str):
         raise ComponentError(where, f"manifest {ref}: layer {layer_mt} has no digest")
-    return await source.blob(cv, digest, layer_mt)
+    layer = await _blob(source, cv, digest, layer_mt, where)
+    # The manifest is what the resource digest covers; it names the layer by digest.
+    verify_digest(layer, digest, where)
+    return layer
 
 
 async def fetch_deployable(
-    source: ComponentSource, cv: ComponentVersion, res: Resource
+    source: ComponentSource, cv: ComponentVersion, res: Resource, *, verify: bool = True
 ) -> tuple[dict[str, bytes], bytes]:
     """Files of a Helm chart or Kustomize resource, plus the first bytes of the blob Flux reads."""
+    files, head, _ = await _deployable(source, cv, res, verify=verify)
+    return files, head
+
+
+async def _deployable(
+    source: ComponentSource, cv: ComponentVersion, res: Resource, *, verify: bool
+) -> tuple[dict[str, bytes], bytes, DigestCheck]:
     where = f"component {cv.name}:{cv.version} {res.describe()}"
     if res.type not in DEPLOYABLE_TYPES:
         raise ComponentError(
@@ -216,28 +283,26 @@ async def fetch_deployable(
         )
     ref, mt = _local_blob(res, where)
     media = bare(mt)
-    if res.type == TYPE_HELM_CHART:
-        if media not in MANIFEST_TYPES:
-            raise ComponentError(
-                where,
-                f"a Helm chart must be an OCI chart manifest (mediaType {mt[:100]!r} is not "
-                "supported)",
-            )
-        layer = await _manifest_layer(source, cv, ref, mt, HELM_CHART_LAYER, where)
-        return helm_chart_files(layer, where), layer[:HEAD_BYTES]
-    if res.type == TYPE_KUSTOMIZE:
-        if media in MANIFEST_TYPES:
-            layer = await _manifest_layer(source, cv, ref, mt, FLUX_CONTENT_LAYER, where)
-            return extract_archive(layer, where, require_gzip=True), layer[:HEAD_BYTES]
-        if media in (TAR_GZIP, TAR_PLAIN):
-            data = await source.blob(cv, ref, mt)
-            return extract_archive(data, where, require_gzip=media == TAR_GZIP), data[:HEAD_BYTES]
+    if res.type == TYPE_HELM_CHART and media not in MANIFEST_TYPES:
+        raise ComponentError(
+            where,
+            f"a Helm chart must be an OCI chart manifest (mediaType {mt[:100]!r} is not supported)",
+        )
+    if res.type == TYPE_KUSTOMIZE and media not in (*MANIFEST_TYPES, TAR_GZIP, TAR_PLAIN):
         raise ComponentError(
             where, f"Kustomize content with mediaType {mt[:100]!r} is not supported"
         )
-    raise ComponentError(
-        where,
-        f"resource type {res.type[:100]!r} is not a deployable (helmChart or {TYPE_KUSTOMIZE})",
+    data, _, check = await read_checked(source, cv, res, verify=verify)
+    if res.type == TYPE_HELM_CHART:
+        layer = await _manifest_layer(source, cv, ref, data, HELM_CHART_LAYER, where)
+        return helm_chart_files(layer, where), layer[:HEAD_BYTES], check
+    if media in MANIFEST_TYPES:
+        layer = await _manifest_layer(source, cv, ref, data, FLUX_CONTENT_LAYER, where)
+        return extract_archive(layer, where, require_gzip=True), layer[:HEAD_BYTES], check
+    return (
+        extract_archive(data, where, require_gzip=media == TAR_GZIP),
+        data[:HEAD_BYTES],
+        check,
     )
 
 
@@ -247,13 +312,26 @@ async def fetch_file(
     res: Resource,
     *,
     max_bytes: int = MAX_CONFIGDATA_BYTES,
+    verify: bool = True,
 ) -> bytes:
     """The verbatim bytes of a single-file localBlob resource (the ConfigData file)."""
+    data, _ = await _file(source, cv, res, max_bytes=max_bytes, verify=verify)
+    return data
+
+
+async def _file(
+    source: ComponentSource,
+    cv: ComponentVersion,
+    res: Resource,
+    *,
+    max_bytes: int = MAX_CONFIGDATA_BYTES,
+    verify: bool,
+) -> tuple[bytes, DigestCheck]:
     where = f"component {cv.name}:{cv.version} {res.describe()}"
-    ref, mt = _local_blob(res, where)
+    _, mt = _local_blob(res, where)
     if bare(mt) in MANIFEST_TYPES:
         raise ComponentError(where, f"mediaType {mt[:100]!r} is an OCI artifact, not a file")
-    data = await source.blob(cv, ref, mt)
+    data, _, check = await read_checked(source, cv, res, verify=verify)
     if len(data) > max_bytes:
         raise ComponentError(where, f"is {len(data)} bytes, more than the {max_bytes} byte limit")
-    return data
+    return data, check

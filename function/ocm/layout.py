@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from function.errors import ComponentError
+from function.errors import ComponentError, DigestMismatch
 from function.ocm.descriptor import MAX_DESCRIPTOR_BYTES, parse_descriptor
 from function.ocm.model import ComponentVersion, Layer, Repository
 
@@ -101,7 +101,7 @@ def verify_digest(data: bytes, digest: str, where: str) -> None:
         raise ComponentError(where, f"digest {digest[:100]!r} is not a sha256:<64 hex> digest")
     actual = hashlib.sha256(data).hexdigest()
     if actual != m.group(1):
-        raise ComponentError(
+        raise DigestMismatch(
             where, f"blob {digest}: digest mismatch (content hashes to sha256:{actual})"
         )
 

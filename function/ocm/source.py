@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from function.ocm.digests import DigestCheck
 from function.ocm.model import ComponentVersion, Resource
 
 
@@ -50,7 +51,9 @@ class LoadedComponent:
     root (``values.yaml``, ``deployment.yaml``). ``blob_heads`` keeps the first bytes of a
     deployable's raw blob (for the gzip magic check of the packaging contract).
     ``deployable`` and ``configdata`` are the resources selected for the claim (selected once,
-    before loading; the core reads them from here).
+    before loading; the core reads them from here). ``digests`` says, per loaded resource, how
+    its blob compared with the resource's declared digest (a mismatch never loads; whether a
+    missing digest is acceptable is the policy's call, :func:`function.ocm.digests.enforce`).
     """
 
     component: ComponentVersion
@@ -58,6 +61,7 @@ class LoadedComponent:
     blob_heads: Mapping[str, bytes] = field(default_factory=dict)
     deployable: Resource | None = None
     configdata: Resource | None = None
+    digests: Mapping[str, DigestCheck] = field(default_factory=dict)
 
 
 def resource_key(resource: Resource) -> str:

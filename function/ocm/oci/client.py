@@ -41,11 +41,19 @@ USER_AGENT = "function-sack8s"
 class RegistryError(Exception):
     """One failed registry operation. ``str()`` is safe to show: no body, no credential."""
 
-    def __init__(self, what: str, *, transient: bool = False, status: int | None = None) -> None:
+    def __init__(
+        self,
+        what: str,
+        *,
+        transient: bool = False,
+        status: int | None = None,
+        tampered: bool = False,
+    ) -> None:
         super().__init__(what)
         self.what = what
         self.transient = transient
         self.status = status
+        self.tampered = tampered  # content that does not hash to its digest
 
 
 @dataclass(frozen=True)
@@ -214,12 +222,15 @@ class RegistryClient:
         actual = "sha256:" + hashlib.sha256(body).hexdigest()
         if expected_digest is not None:
             if actual != expected_digest:
-                raise RegistryError(f"digest mismatch: expected {expected_digest}, got {actual}")
+                raise RegistryError(
+                    f"digest mismatch: expected {expected_digest}, got {actual}", tampered=True
+                )
         else:
             advertised = resp_headers.get("docker-content-digest")
             if advertised and advertised.startswith("sha256:") and advertised != actual:
                 raise RegistryError(
-                    f"digest mismatch: registry says {advertised}, content is {actual}"
+                    f"digest mismatch: registry says {advertised}, content is {actual}",
+                    tampered=True,
                 )
         link = None
         if want_link and (raw := resp_headers.get("link")):

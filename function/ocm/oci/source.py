@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Self
 
 from function.cache import Cache
-from function.errors import ComponentError, SourceUnavailable
+from function.errors import ComponentError, DigestMismatch, SourceUnavailable
 from function.ocm.layout import (
     ACCEPT_MANIFESTS,
     REPO_PREFIX,
@@ -106,6 +106,8 @@ class OciSource:
         msg = f"{op} at registry {self.host} (repository {self.repo_path(component)}): {what}"
         if isinstance(err, RegistryError) and err.transient:
             return SourceUnavailable(where, msg)
+        if isinstance(err, RegistryError) and err.tampered:
+            return DigestMismatch(where, msg)
         return ComponentError(where, msg)
 
     async def _fetch(
