@@ -24,6 +24,9 @@ What it proves, in order (they share the control plane and build on each other's
 - once ESO and Flux have reconciled, applying the same render again changes no generation;
 - a component shipping a kind outside the deployer Role fails with Flux's message naming the
   permission, and the XR's ``status.blockedBy`` shows it;
+- a component signed at test time deploys with the gate bound to its descriptor digest: the
+  test writes the OCM Component's status as the controller would; another digest holds Flux
+  back naming both, the right one lets Flux deploy it (issue 32);
 - deleting each XR lets the garbage collector remove everything it owns; created Namespaces
   finalize; the observed order is recorded.
 
