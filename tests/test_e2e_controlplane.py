@@ -1355,7 +1355,7 @@ def test_a_signed_component_deploys_with_the_gate_bound_to_its_digest(cp, tmp_pa
     assert not rejected, rejected
     cp.renders[case.name] = r
     FIGURES["applied"] += len(r.objects)
-    FIGURES["per_case"][case.name] = len(r.objects)
+    FIGURES.setdefault("per_case", {})[case.name] = len(r.objects)
     flux = [o for o in r.objects if o["kind"] in FLUX_KINDS]
     assert {o["kind"] for o in flux} == {"OCIRepository", "Kustomization"}
     assert not [w for w in r.status.get("warnings") or [] if "Digest" in w["reason"]]
