@@ -8,6 +8,7 @@ with its traceback but reported without internals.
 
 from __future__ import annotations
 
+import asyncio
 import logging as stdlogging
 import time
 from collections.abc import Mapping
@@ -21,14 +22,14 @@ from crossplane.function import logging, resource, response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from function import metrics
+from function import budgets, metrics
 from function.api.parse import parse_policy, parse_spec
 from function.cache import Memos
-from function.compose import admission, core, gates
+from function.compose import admission, core, gates, names
 from function.compose.identity import identity_of
 from function.errors import SackError
 from function.requirements import requirements_for
-from function.sources import SourceFactory, claim_repository
+from function.sources import SourceFactory, claim_repository, configdata_schema
 from function.structs import fields, to_dict
 
 
@@ -59,11 +60,32 @@ def _observed_resource(key: str, res: Any) -> dict[str, Any]:
     the Component verifies).
     """
     if key not in gates.OBSERVED_SPEC_KEYS:
-        return fields(res, ("apiVersion", "kind", "status"))
+        out = fields(res, ("apiVersion", "kind", "status"))
+        if out.get("kind") == "Namespace":  # ownership is proven, never inferred from a key
+            out["metadata"] = _ownership_marks(res)
+        return out
     out = fields(res, ("apiVersion", "kind", "status", "spec"))
     meta = res.fields["metadata"].struct_value if "metadata" in res.fields else None
     if meta is not None and "generation" in meta.fields:
         out["metadata"] = fields(meta, ("generation",))
+    return out
+
+
+_MARK_LABELS = (names.LABEL_OWNER,)
+_MARK_ANNOTATIONS = (names.ANNOTATION_CLAIM_NAME, names.ANNOTATION_CLAIM_NAMESPACE)
+
+
+def _ownership_marks(res: Any) -> dict[str, Any]:
+    """An observed object's name and ownership marks (namespaces.observed_own): the proof
+    that what is observed under a key is the object this claim composed.
+    """
+    if "metadata" not in res.fields:
+        return {}
+    meta = res.fields["metadata"].struct_value
+    out = fields(meta, ("name", "ownerReferences"))
+    for part, wanted in (("labels", _MARK_LABELS), ("annotations", _MARK_ANNOTATIONS)):
+        if part in meta.fields:
+            out[part] = fields(meta.fields[part].struct_value, wanted)
     return out
 
 
@@ -137,12 +159,26 @@ def log_context(xr: Mapping[str, Any], tag: str) -> dict[str, str]:
     meta = xr.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     context: dict[str, str] = {"xr": str(meta.get("name", "")), "tag": tag}
-    labels = meta.get("labels")
-    labels = labels if isinstance(labels, dict) else {}
-    if labels.get("crossplane.io/claim-name"):
-        claim_ns = labels.get("crossplane.io/claim-namespace", "")
-        context["claim"] = f"{claim_ns}/{labels['crossplane.io/claim-name']}"
+    spec = xr.get("spec")
+    ref = spec.get("claimRef") if isinstance(spec, dict) else None
+    # The claim as identity.py sees it: spec.claimRef only (labels never name the claim).
+    if isinstance(ref, dict) and ref.get("name") and ref.get("namespace"):
+        context["claim"] = f"{ref['namespace']}/{ref['name']}"
     return context
+
+
+def _compose(inp: core.CoreInput) -> core.CoreOutput:
+    """The core, in this (worker) thread, under the render-cpu-ms budget."""
+    with budgets.cpu_deadline():
+        try:
+            return core.compose(inp)
+        except budgets.RenderBudgetExceeded as e:
+            cv = inp.loaded.component
+            if cv.name in str(e):
+                raise
+            raise budgets.RenderBudgetExceeded(
+                f"component {cv.name}:{cv.version}", e.message
+            ) from None
 
 
 @dataclass
@@ -239,6 +275,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             return False  # Crossplane calls again with them resolved; this answer is discarded
         log.debug("required resources resolved", required=sorted(req.required_resources))
 
+        got.check_release_name(spec, identity)
         loaded = await self.sources.load(
             spec,
             policy,
@@ -253,9 +290,14 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             deployable=loaded.deployable.name if loaded.deployable else None,
             configdata=loaded.configdata.name if loaded.configdata else None,
         )
-        values = got.values(spec, identity)
+        values = got.values(spec, identity, schema=lambda: configdata_schema(loaded))
         observed = {k: _observed_resource(k, v.resource) for k, v in req.observed.resources.items()}
-        out = core.compose(
+        # The core works on tenant content (ConfigData, schema, values, manifests) within the
+        # budgets of function.budgets; run in a worker thread, one render never holds the event
+        # loop, so other tenants' requests keep being read, answered from the response cache
+        # and composed beside it (the GIL is handed over every few milliseconds).
+        out = await asyncio.to_thread(
+            _compose,
             core.CoreInput(
                 spec=spec,
                 policy=policy,
@@ -267,7 +309,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 existing_namespaces=got.namespaces,
                 observed=observed,
                 xr_status=xr.get("status") or {},
-            )
+            ),
         )
         for key in sorted(out.resources):
             resource.update(rsp.desired.resources[key], out.resources[key])
@@ -293,6 +335,8 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             )
         )
         rsp.conditions.append(_warnings_condition(out.status.get("warnings") or []))
+        for warning in admitted.warnings:  # an ambiguous namespace pattern ops accepted
+            log.warning("ambiguous namespace pattern", message=warning)
         log.info(
             "composed",
             resources=len(out.resources),

@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from function.configdata.flatvalues import flat_keys
 from function.configdata.model import parse_configdata
 from function.errors import SackError
 from function.ocm import normalisation, signatures
@@ -134,6 +135,92 @@ def _value_text(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+#: JSON Schema keywords that limit a value, in the order ``inspect`` shows them.
+LIMITS = (
+    "enum",
+    "const",
+    "minimum",
+    "exclusiveMinimum",
+    "maximum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+)
+MAX_VALUE_DEPTH = 4
+MAX_VALUES_SHOWN = 200
+
+
+def schema_values(schema: Any, defaults: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every value a claim can set: its dotted name, type, default (the ConfigData's
+    ``defaults``, what applies when the claim gives none), whether it is required, and the
+    schema's limits on it (``enum``, ``minimum``/``maximum``, ``pattern``, lengths, ...).
+    Nested objects' properties are listed under their parent (``image.tag``), up to
+    :data:`MAX_VALUE_DEPTH` levels; a ``$ref`` is named, not followed.
+    """
+    out: list[dict[str, Any]] = []
+
+    def walk(node: Any, prefix: str, given: Any, required: Any, depth: int) -> None:
+        props = node.get("properties") if isinstance(node, Mapping) else None
+        props = props if isinstance(props, Mapping) else {}
+        given = given if isinstance(given, Mapping) else {}
+        needed = set(required) if isinstance(required, list) else set()
+        for key in sorted({str(k) for k in props} | {str(k) for k in given}):
+            if len(out) >= MAX_VALUES_SHOWN:
+                return
+            path = f"{prefix}{key}"
+            entry: dict[str, Any] = {"name": path}
+            spec = props.get(key)
+            if isinstance(spec, Mapping):
+                if "type" in spec:
+                    entry["type"] = spec["type"]
+                elif "$ref" in spec:
+                    entry["type"] = f"$ref {str(spec['$ref'])[:80]}"
+                limits = {k: spec[k] for k in LIMITS if k in spec}
+                if limits:
+                    entry["limits"] = limits
+                if isinstance(spec.get("description"), str):
+                    entry["description"] = _value_text(" ".join(spec["description"].split()))
+            if key in given:
+                entry["default"] = _value_text(given[key])
+            if key in needed:
+                entry["required"] = True
+            out.append(entry)
+            if isinstance(spec, Mapping) and depth < MAX_VALUE_DEPTH and "properties" in spec:
+                walk(spec, f"{path}.", given.get(key), spec.get("required"), depth + 1)
+
+    walk(
+        schema if isinstance(schema, Mapping) else {},
+        "",
+        defaults,
+        schema.get("required") if isinstance(schema, Mapping) else None,
+        1,
+    )
+    return out
+
+
+def limits_text(limits: Mapping[str, Any]) -> list[str]:
+    """``minimum 1``, ``one of a, b``, ``pattern ^[a-z]+$``: each limit as a reader says it."""
+    bits = []
+    for k, v in limits.items():
+        if k == "enum" and isinstance(v, list):
+            bits.append(
+                "one of "
+                + ", ".join(_value_text(x) for x in v[:10])
+                + (" ..." if len(v) > 10 else "")
+            )
+        else:
+            bits.append(f"{k} {_value_text(v)}")
+    return bits
+
+
 def configdata_report(data: bytes, name: str, files_of: Mapping[str, list[str]]) -> dict[str, Any]:
     """One ConfigData's rules grouped by file, each file with the deployables that contain it."""
     cd = parse_configdata(data, f"ConfigData (resource {name})")
@@ -169,19 +256,13 @@ def configdata_report(data: bytes, name: str, files_of: Mapping[str, list[str]])
     for file in sorted(by_file):
         inside = sorted(r for r, fs in files_of.items() if file in fs)
         files.append({"file": file, "in": inside, "rules": by_file[file]})
-    values = []
     schema = conf.schema_ if conf else None
-    props = schema.get("properties") if isinstance(schema, Mapping) else None
     defaults = dict(conf.defaults) if conf else {}
-    for key in sorted(set(props or {}) | set(defaults)):
-        entry: dict[str, Any] = {"name": key}
-        spec = (props or {}).get(key)
-        if isinstance(spec, Mapping) and "type" in spec:
-            entry["type"] = spec["type"]
-        if key in defaults:
-            entry["default"] = _value_text(defaults[key])
-        values.append(entry)
+    values = schema_values(schema, defaults)
     out: dict[str, Any] = {"resource": name, "files": files, "values": values}
+    flat = sorted(flat_keys(schema))
+    if flat:
+        out["flatConfigMapKeys"] = flat
     if isinstance(schema, Mapping) and schema.get("additionalProperties") is False:
         out["onlySchemaValues"] = True
     return out
@@ -356,9 +437,19 @@ def format_text(rep: Mapping[str, Any]) -> str:
                     if "type" in v
                     else []
                 )
+                if v.get("required"):
+                    bits.append("required")
                 if "default" in v:
                     bits.append(f"default {v['default']}")
+                bits += limits_text(v.get("limits") or {})
                 lines.append(f"    {v['name']}" + (f"  ({', '.join(bits)})" if bits else ""))
+                if v.get("description"):
+                    lines.append(f"      {v['description']}")
+        if cd.get("flatConfigMapKeys"):
+            lines.append(
+                "  a values ConfigMap may also hold them one key per value (flat): "
+                + ", ".join(cd["flatConfigMapKeys"])
+            )
         for f in cd["files"]:
             where = f"in {', '.join(f['in'])}" if f["in"] else "in none of the deployables read"
             lines.append(f"  {f['file']}  ({where})")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -105,6 +106,9 @@ def serve(
     """Listen on ``address`` until SIGTERM, then stop within the grace period."""
     if creds is None and not insecure:
         raise ValueError("no credentials were provided: pass --tls-certs-dir or --insecure")
+    # Compositions run in worker threads (function/fn.py); hand the GIL over every 1 ms
+    # instead of 5 so the event loop and short renders are not queued behind a long one.
+    sys.setswitchinterval(0.001)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
 

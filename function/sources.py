@@ -23,6 +23,7 @@ from function.api.claim import Spec
 from function.api.policy import Policy
 from function.cache import Cache, unrepeatable
 from function.compose.admission import oci_repository_reference
+from function.configdata.model import parse_configdata
 from function.errors import ComponentError, InvalidClaim, PolicyViolation, SackError
 from function.ocm.fetch import load_resources, resolve_version
 from function.ocm.location import Location, open_source, parse_location, parse_repository
@@ -234,3 +235,17 @@ def _loaded_size(loaded: LoadedComponent) -> int:
     for files in loaded.contents.values():
         n += sum(len(k) + len(v) + 100 for k, v in files.items())
     return n + sum(len(v) for v in loaded.blob_heads.values())
+
+
+def configdata_schema(loaded: LoadedComponent) -> Any:
+    """The selected ConfigData's schema (None without one): what types a flat values
+    ConfigMap's strings (:mod:`function.configdata.flatvalues`). Parsed as the core parses it
+    (same bytes, same name, so the memo serves both and an error reads the same).
+    """
+    cd = loaded.configdata
+    files = loaded.contents.get(resource_key(cd)) if cd is not None else None
+    if cd is None or not files or len(files) != 1:
+        return None
+    (data,) = files.values()
+    conf = parse_configdata(data, f"ConfigData (resource {cd.name})").configuration
+    return conf.schema_ if conf is not None else None

@@ -21,26 +21,26 @@ timestamps stay strings; no base 60); the other readers are ruamel's 1.1 and 1.2
 
 from __future__ import annotations
 
-import io
 import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ruamel.yaml.resolver import VersionedResolver
-from ruamel.yaml.tag import Tag
 
 from function.yamlio import (
     MAX_BYTES,
-    MAX_DEPTH,
+    SCALAR_TAGS,
+    Duplicate,
+    FastResolver,
     YamlError,
     _fix_surrogates,
+    _line,
     _to_text,
     check_expansion,
-    syntax_error,
+    compose_all,
+    number_problem,
 )
 
 _GO_MAP: dict[str, Any] = {
@@ -81,6 +81,8 @@ def _go_int(text: str) -> int | None:
         return None
     sign = -1 if text[0] == "-" else 1
     body = text.lstrip("+-")
+    if len(body.lstrip("0")) > 66:  # past uint64 in any base (and Python's int-string limit)
+        return None
     if len(body) > 1 and body[0] == "0" and body[1] in "xXoObB":
         value = int(body[2:], {"x": 16, "o": 8, "b": 2}[body[1].lower()])
     elif len(body) > 1 and body[0] == "0":
@@ -145,15 +147,6 @@ def needs_quotes(s: str) -> bool:
 
 
 # --------------------------------------------------------------------------- reading as v1 did
-
-
-class _PlainResolver(VersionedResolver):
-    """Leaves every plain scalar untyped (tag PLAIN) so :func:`load_v1` types it itself."""
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is ScalarNode and implicit[0]:
-            return Tag(suffix=PLAIN)
-        return super().resolve(kind, value, implicit)
 
 
 @dataclass(frozen=True)
@@ -233,10 +226,27 @@ class _Builder:
             return m
         raise YamlError(self.where, f"{path}: unsupported YAML node")  # pragma: no cover
 
+    def check_number(self, node: ScalarNode, text: str) -> None:
+        """Numbers go-yaml would read past int64/float64 (or give up on) are refused by line."""
+        plain = text.replace("_", "")
+        if not plain or plain[0] not in "+-.0123456789":
+            return
+        if _GO_INT.fullmatch(plain):
+            body = plain.lstrip("+-")
+            octal = len(body) > 1 and body[0] == "0" and body[1] not in "xXoObB"
+            problem = number_problem(plain, "int", 8 if octal else 10)
+        elif _GO_FLOAT.fullmatch(plain):
+            problem = number_problem(plain, "float")
+        else:
+            return
+        if problem:
+            raise YamlError(self.where, f"{_line(node.start_mark)}: {problem}")
+
     def scalar(self, node: ScalarNode, path: str) -> Any:
         tag = str(node.tag)
         text = node.value
         if tag == PLAIN:
+            self.check_number(node, text)
             v1 = goyaml_v2(text)
             v12 = core_12(text)
             if not _same(v1, v12):
@@ -246,6 +256,7 @@ class _Builder:
             return text
         short = tag.rsplit(":", 1)[-1]
         if short in ("int", "float", "bool", "null"):
+            self.check_number(node, text)
             value = goyaml_v2(text)
             ok = {
                 "int": isinstance(value, int) and not isinstance(value, bool),
@@ -263,28 +274,52 @@ class _Builder:
         )
 
 
-def load_v1(data: bytes | str, where: str) -> tuple[Any, tuple[Retyped, ...]]:
+@dataclass(frozen=True)
+class V1Document:
+    value: Any
+    retyped: tuple[Retyped, ...]
+    duplicates: tuple[Duplicate, ...]  # keys written twice in a map: the later value is used
+
+
+_V1_TAGS = SCALAR_TAGS | {"tag:yaml.org,2002:binary"}
+# Every plain scalar is left untyped (tag PLAIN) so :class:`_Builder` types it as go-yaml v2 does.
+_V1_RESOLVER = FastResolver(VersionedResolver(version=(1, 2)), plain=PLAIN)
+
+
+def read_v1(data: bytes | str, where: str) -> V1Document:
     """One YAML document read as ocm-controller v1 read ConfigData (go-yaml v2, YAML 1.1),
-    with the plain scalars a YAML 1.2 reader types differently. One parse, under
-    :mod:`function.yamlio`'s caps and messages (size, UTF-8, depth, alias expansion).
+    with the plain scalars a YAML 1.2 reader types differently and the duplicate keys
+    (go-yaml v2's Unmarshal keeps the last). One parse, under :mod:`function.yamlio`'s caps
+    and messages (size, UTF-8, nodes and depth while parsing, tags, alias expansion).
     """
     text = _to_text(data, where, MAX_BYTES)
-    y = YAML(typ="safe", pure=True)
-    y.Resolver = _PlainResolver
+    nodes, composer = compose_all(
+        text, where, _V1_RESOLVER, scalar_tags=_V1_TAGS, check_numbers=False
+    )
     b = _Builder(where)
-    try:
-        docs = [b.build(n, "") for n in y.compose_all(io.StringIO(text)) if n is not None]
-    except YAMLError as e:
-        raise syntax_error(where, e) from None
-    except RecursionError:
-        raise YamlError(where, f"nests deeper than {MAX_DEPTH} levels") from None
+    docs = [b.build(n, "") for n in nodes if n is not None]
     docs = [d for d in docs if d is not None]
     if len(docs) != 1:
         raise YamlError(where, f"must hold exactly one YAML document, found {len(docs)}")
     value = docs[0]
     if check_expansion(value, where):
         value = _fix_surrogates(value, where)
-    return value, tuple(b.retyped)
+    return V1Document(value, tuple(b.retyped), tuple(composer.duplicates))
 
 
-__all__ = ["PLAIN", "Retyped", "core_12", "goyaml_v2", "load_v1", "needs_quotes"]
+def load_v1(data: bytes | str, where: str) -> tuple[Any, tuple[Retyped, ...]]:
+    """:func:`read_v1`'s value and retyped scalars."""
+    doc = read_v1(data, where)
+    return doc.value, doc.retyped
+
+
+__all__ = [
+    "PLAIN",
+    "Retyped",
+    "V1Document",
+    "core_12",
+    "goyaml_v2",
+    "load_v1",
+    "needs_quotes",
+    "read_v1",
+]

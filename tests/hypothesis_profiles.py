@@ -145,6 +145,14 @@ def as_claim(
         "crossplane.io/claim-name": name,
         "crossplane.io/claim-namespace": namespace,
     }
+    # The claim's identity is spec.claimRef (Crossplane's claim controller writes it); the
+    # labels above are for people and never count (identity.py).
+    xr["spec"]["claimRef"] = {
+        "apiVersion": "platform.example.org/v1alpha1",
+        "kind": "SACK8sComponentVersion",
+        "name": name,
+        "namespace": namespace,
+    }
     for ns in xr["spec"].get("namespaces") or []:
         ns["name"] = f"{namespace}--{ns['name']}"
     for s in xr["spec"].get("secrets") or []:

@@ -68,7 +68,7 @@ def test_bundled_ctf_text_report():
     assert "  deployment.yaml  (in manifests, manifests-gz)" in out
     block = out[out.index("  deployment.yaml  (in") :]
     assert "configuration.rules[0]  spec.replicas" in block.split("\n  values.yaml")[0]
-    assert "    replicas  (integer, default 1)" in out
+    assert "    replicas  (integer, default 1, minimum 0)" in out  # limits shown (issue 34)
 
 
 def test_range_resolves_and_json_report():

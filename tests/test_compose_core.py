@@ -476,9 +476,13 @@ def test_registry_credential_template_cannot_be_broken_by_a_quote() -> None:
 
 def test_upgrade_keeps_the_namespaces_an_earlier_release_created() -> None:
     """A claim whose target an earlier release created under other rules (``team-a`` creating
-    ``podinfo``, old owner label): the key is unchanged and observed, so the Namespace stays the
-    claim's and is relabelled in place; the same name is refused to a claim that never had it."""
+    ``podinfo``, old owner label, no claim annotations): observed under its unchanged key with
+    Crossplane's controller reference to this XR, the Namespace is proven the claim's and is
+    relabelled in place. A key that is merely observed proves nothing (issue 30): without the
+    controller reference, or with another Namespace under the key, the name is checked as new
+    and refused, as it is to a claim that never had it."""
     xr, policy = load("examples/claim.yaml", "examples/composition-claim.yaml")
+    xr["metadata"]["uid"] = "0b6c7f5e-xr-uid"
     xr["spec"]["namespaces"] = [{"name": "podinfo", "mode": "create"}]
     old = {
         "apiVersion": "v1",
@@ -487,9 +491,18 @@ def test_upgrade_keeps_the_namespaces_an_earlier_release_created() -> None:
             "name": "podinfo",
             "labels": {"sack8s.io/owner": "team-a-podinfo"},
             "annotations": {"crossplane.io/composition-resource-name": "namespace-podinfo"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "platform.example.org/v1alpha1",
+                    "kind": "XSACK8sComponentVersion",
+                    "name": xr["metadata"]["name"],
+                    "uid": "0b6c7f5e-xr-uid",
+                    "controller": True,
+                }
+            ],
         },
     }
-    required = [*load_docs([REPO / "examples/required"]), {k: v for k, v in old.items()}]
+    required = [*load_docs([REPO / "examples/required"]), copy.deepcopy(old)]
     out = asyncio.run(render(xr, policy, observed=[old], required=required))
     assert out.fatal is None, out.fatal.message
     ns = by_key(out)["namespace-podinfo"]["metadata"]
@@ -499,6 +512,14 @@ def test_upgrade_keeps_the_namespaces_an_earlier_release_created() -> None:
     )
     fresh = asyncio.run(render(xr, policy, required=required))
     assert fresh.fatal is not None and "spec.namespaces[0]" in fresh.fatal.message
+    unproven = copy.deepcopy(old)
+    del unproven["metadata"]["ownerReferences"]  # the key alone: no proof
+    out = asyncio.run(render(xr, policy, observed=[unproven], required=required))
+    assert out.fatal is not None and "not owned by this claim" in out.fatal.message
+    other = copy.deepcopy(old)
+    other["metadata"]["name"] = "team-a--other"  # another Namespace under the key
+    out = asyncio.run(render(xr, policy, observed=[other], required=required))
+    assert out.fatal is not None and "spec.namespaces[0]" in out.fatal.message
 
 
 def test_schema_violations_are_fatal_unless_the_policy_downgrades_them_to_warnings() -> None:

@@ -16,7 +16,7 @@ from function.api.policy import DEFAULT_TENANT_PATTERN, Policy
 from function.compose import names, remotekeys, tenancy
 from function.compose.identity import Identity, identity_of
 from function.compose.objectnames import ObjectNames
-from function.errors import PolicyViolation
+from function.errors import InvalidPolicy, PolicyViolation
 
 dns_label = st.from_regex(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", fullmatch=True)
 dns_subdomain = st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,100}[a-z0-9])?", fullmatch=True)
@@ -161,9 +161,11 @@ def test_tenant_space_is_disjoint(t1: str, t2: str, suffix: str) -> None:
 def test_deploy_namespace_pattern_is_reserved() -> None:
     policy = Policy()
     assert tenancy.reserved_pattern(policy) == "sack8s-*"
+    # Issue 30: reserved in every mode, a shared deploy namespace included (another
+    # Composition in the cluster may use per-claim deploy namespaces).
     assert (
         tenancy.reserved_pattern(Policy.model_validate({"deployNamespace": {"shared": "x"}}))
-        is None
+        == "sack8s-*"
     )
 
 
@@ -193,7 +195,11 @@ def test_namespaced_xr_and_forged_tenant_labels() -> None:
             },
         }
     }
-    assert identity_of(claim_xr).tenant == "team-b"
+    # Issue 30: crossplane.io/claim-* labels never confer identity; without spec.claimRef
+    # this is an XR without a claim, its tenant the sack8s.io/tenant label ops set.
+    assert identity_of(claim_xr).tenant == "team-a" and not identity_of(claim_xr).is_claim
+    claim_xr["spec"] = {"claimRef": {"namespace": "team-b", "name": "x"}}
+    assert identity_of(claim_xr).tenant == "team-b" and identity_of(claim_xr).name == "x"
     ops_xr = {"metadata": {"name": "svc", "labels": {"sack8s.io/tenant": "team-a"}}}
     assert (
         identity_of(ops_xr).tenant == "team-a"
@@ -217,3 +223,107 @@ def test_all_pairs_of_a_small_alphabet_are_injective() -> None:
         n = ObjectNames(Identity(ns, name, name, True, ns))
         for derived in (n.serviceaccount, n.deployment, n.pull_secret):
             assert seen.setdefault(derived, (ns, name)) == (ns, name), derived
+
+
+# -- issue 30: keys injective by construction; patterns that cannot be ambiguous ---------------
+
+
+@pytest.mark.parametrize("extra", range(0, 40))
+def test_hashed_keys_are_longer_than_any_joined_key(extra: int) -> None:
+    """A joined key is at most 232 characters, a hashed one exactly 253: the forms never meet,
+    whatever a claim chooses as a secret name (even the text of another secret's hashed key)."""
+    secret = "s" * (200 + extra)
+    k = names.key("externalsecret", "team-a--web", secret)
+    joined = f"externalsecret.team-a--web.{secret}"
+    if len(joined) <= names.KEY_JOINED_MAX:
+        assert k == joined
+    else:
+        assert len(k) == 253 and re.fullmatch(
+            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", k
+        ), k
+        mimic = k[len("externalsecret.team-a--web.") :]
+        assert names.key("externalsecret", "team-a--web", mimic) != k
+    cut = names.key("externalsecret", "team-a--web", "s" * 204 + ".-x" * 3)
+    assert len(cut) == 253 and not cut[: names.KEY_JOINED_MAX].endswith((".", "-"))
+
+
+def test_namespace_keys_are_the_name_itself() -> None:
+    from function.compose import namespaces
+
+    for name in ("podinfo", "n" * 53, "n" * 54, "n" * 63):
+        assert namespaces.key_target(name) == f"namespace-{name}"
+    long = "team-a--" + "x" * 55
+    old = names.legacy_key("namespace", long)
+    assert old != f"namespace-{long}"
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": long}}
+    other = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a--other"}}
+    # The old key is kept only for the very Namespace observed under it (else Crossplane
+    # would delete it); a key holding another object proves nothing.
+    assert namespaces.key_target(long, {old: ns}) == old
+    assert namespaces.key_target(long, {old: other}) == f"namespace-{long}"
+    assert namespaces.key_target(long, {old: {**ns, "kind": "ConfigMap"}}) == f"namespace-{long}"
+
+
+UNAMBIGUOUS = [
+    r"^{claimNamespace}(--[a-z0-9]+(-[a-z0-9]+)*)?$",  # the default
+    r"{claimNamespace}--[a-z]+",
+    r"^{claimNamespace}$",
+    r"\A{claimNamespace}--.*\Z",
+    r"^{claimNamespace}(?:--{claimName}(-[a-z0-9]+)?)?$",
+    r"^{claimNamespace}(--a|--b)$",
+    r"^{claimNamespace}(--){1,2}x$",
+]
+AMBIGUOUS = [
+    (r"^{claimNamespace}(-[a-z0-9]+)*$", "separator"),  # the old single hyphen
+    (r"^{claimNamespace}-.*$", "separator"),
+    (r"^{claimNamespace}.*$", "separator"),
+    (r"^{claimNamespace}-?-[a-z]+$", "separator"),
+    (r"^{claimNamespace}(--a|-b)$", "separator"),
+    (r"^{claimNamespace}(--a)?b$", "separator"),
+    (r".*{claimNamespace}--x", "does not start"),
+    (r"^x-{claimNamespace}--y$", "does not start"),
+    (r"^({claimNamespace})--y$", "does not start"),
+    (r"^{claimNamespace}--a$|^b$", "does not start"),
+    (r"^(?={claimNamespace}){claimNamespace}--a$", "more than once"),
+    (r"^[a-z]+--x$", "does not contain"),
+]
+
+
+@pytest.mark.parametrize("pattern", UNAMBIGUOUS)
+def test_unambiguous_tenant_patterns_are_accepted(pattern: str) -> None:
+    assert tenancy.pattern_ambiguity(pattern, required=True) is None
+
+
+@pytest.mark.parametrize("pattern, why", AMBIGUOUS)
+def test_ambiguous_tenant_patterns_are_named(pattern: str, why: str) -> None:
+    problem = tenancy.pattern_ambiguity(pattern, required=True)
+    assert problem is not None and why in problem, problem
+    policy = Policy.model_validate({"namespaces": {"tenantPattern": pattern}})
+    with pytest.raises(InvalidPolicy) as e:
+        tenancy.ambiguity_warnings(policy)
+    assert str(e.value).startswith("namespaces.tenantPattern: ") and "acceptAmbiguous" in str(
+        e.value
+    )
+    accepted = Policy.model_validate(
+        {"namespaces": {"tenantPattern": pattern, "acceptAmbiguousPattern": True}}
+    )
+    (warning,) = tenancy.ambiguity_warnings(accepted)
+    assert "namespaces.tenantPattern" in warning and why in warning
+
+
+def test_allow_pattern_is_checked_only_where_it_names_the_tenant() -> None:
+    assert tenancy.pattern_ambiguity(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", required=False) is None
+    assert tenancy.pattern_ambiguity(r"^{claimNamespace}--.*$", required=False) is None
+    assert "does not start" in (
+        tenancy.pattern_ambiguity(r".*{claimNamespace}.*", required=False) or ""
+    )
+
+
+def test_ambiguous_matches_really_are_ambiguous() -> None:
+    """What the check refuses, shown on the compiled patterns: one name, two tenants."""
+    for pattern, _ in AMBIGUOUS[:2]:
+        rx = {t: re.compile(pattern.replace("{claimNamespace}", t)) for t in ("team", "team-a")}
+        assert rx["team"].fullmatch("team-a-x") and rx["team-a"].fullmatch("team-a-x")
+    for pattern in UNAMBIGUOUS[:2]:
+        rx = {t: re.compile(pattern.replace("{claimNamespace}", t)) for t in ("team", "team-a")}
+        assert not (rx["team"].fullmatch("team-a--x") and rx["team-a"].fullmatch("team-a--x"))

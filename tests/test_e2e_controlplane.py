@@ -560,6 +560,13 @@ def render(case: Case, xr_file: Path, observed: Path | list[dict] | None = None)
         docs = load_all(p.stdout)
     xr, objects = load_all(xr_file.read_text())[0], docs[1:]
     for o in objects:
+        # `sack8s render` labels objects as crossplane render does (crossplane.io/composite = the
+        # XR's name). An XR name over 63 characters (the long-names cases) breaks that label in
+        # Crossplane itself; those cases test the function's own names, so the label is left out.
+        labels = o["metadata"].get("labels") or {}
+        for k in [k for k, v in labels.items() if k.startswith("crossplane.io/") and len(v) > 63]:
+            del labels[k]
+    for o in objects:
         assert o["metadata"]["annotations"]["crossplane.io/composition-resource-name"], o[
             "metadata"
         ]

@@ -276,6 +276,14 @@ def valid_claims(draw) -> dict[str, Any]:
             "crossplane.io/claim-name": name,
             "crossplane.io/claim-namespace": claim_ns,
         }
+        # The claim's identity: spec.claimRef, as Crossplane's claim controller writes it
+        # (the labels alone never confer it: issue 30).
+        spec["claimRef"] = {
+            "apiVersion": "platform.example.org/v1alpha1",
+            "kind": "SACK8sComponentVersion",
+            "name": name,
+            "namespace": claim_ns,
+        }
     tenant = claim_ns or xr["metadata"]["name"]
     entries = []
     for suffix in draw(st.lists(suffixes, min_size=1, max_size=3, unique=True)):
@@ -453,8 +461,23 @@ def policies(draw) -> dict[str, Any]:
         )
     if draw(st.integers(0, 5)) == 0:
         policy["namespaces"]["allowPattern"] = draw(
-            st.sampled_from(["^team-.*$", "(", ".*", "^[a-z]+$"])
+            st.sampled_from(["^team-.*$", "(", ".*", "^[a-z]+$", ".*{claimNamespace}.*"])
         )
+    if draw(st.integers(0, 4)) == 0:  # issue 30: ambiguous patterns are refused or accepted
+        policy["namespaces"]["tenantPattern"] = draw(
+            st.sampled_from(
+                [
+                    "^{claimNamespace}(--[a-z0-9]+(-[a-z0-9]+)*)?$",
+                    "{claimNamespace}--[a-z]+",
+                    "^{claimNamespace}(-[a-z0-9]+)*$",
+                    ".*",
+                    "^{claimNamespace}--{claimName}$",
+                    "(",
+                ]
+            )
+        )
+        if draw(st.booleans()):
+            policy["namespaces"]["acceptAmbiguousPattern"] = draw(st.booleans())
     if draw(st.integers(0, 5)) == 0:
         policy["registries"][0]["plainHTTP"] = False
     if draw(st.integers(0, 5)) == 0:
@@ -618,7 +641,7 @@ def check(
             # what is observed; a release composed anew comes with its source.
             assert "flux-ocirepository" in got, sorted(got)
         if xr is not None and policy is not None:
-            check_render(out, xr, policy, required=req)
+            check_render(out, xr, policy, required=req, observed=observed)
 
 
 def run_twice(xr, policy, observed, req) -> Rendered:
@@ -672,13 +695,31 @@ def known_yaml_bug(*texts: str) -> None:
             pass
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open finding at integration (2026-12-01): Hypothesis found a generated claim in "
-    "team-a creating namespace 'podinfo' whose render the tenancy invariant rejects ('target "
-    "podinfo is not tenant team-a's'); the same claim with the example policy is refused by "
-    "the function. To be reduced and fixed next session.",
-)
+@pytest.mark.parametrize("claim_ref", [True, False], ids=["claimRef", "labels-only"])
+def test_reduced_finding_a_claim_cannot_take_an_observed_namespace(claim_ref: bool) -> None:
+    """The example this property found at integration (issue 30), reduced: a claim in team-a
+    (or an XR carrying only team-a's claim labels) asks to create ``podinfo`` while the observed
+    state holds ``namespace-podinfo``, the Namespace the bundled XR ``podinfo`` composed. The
+    key alone used to count as ownership, so the claim composed another identity's namespace;
+    ownership is now proven (kind, name and marks), the name is checked as new and refused."""
+    xr, policy = example()
+    xr["metadata"]["name"] = "podinfo-x7k2p"
+    xr["metadata"]["labels"] = {
+        "crossplane.io/claim-name": "podinfo",
+        "crossplane.io/claim-namespace": "team-a",
+    }
+    if claim_ref:
+        xr["spec"]["claimRef"] = {"name": "podinfo", "namespace": "team-a"}
+    xr["spec"]["namespaces"] = [{"name": "podinfo", "mode": "create"}]
+    observed = [copy.deepcopy(o) for o in observed_helm()]
+    out = run_twice(xr, policy, observed, [])
+    check(out, observed, keeps_observed=False, xr=xr, policy=policy, req=[])
+    assert out.fatal is not None, "a claim composed a Namespace another identity created"
+    assert out.fatal.message.startswith("spec.namespaces[0].name: namespace 'podinfo' is not"), (
+        out.fatal.message
+    )
+
+
 @settings(PROFILE)
 @given(case=claim_and_cluster(), policy=policies(), observed=observed_sets)
 @CLAIMS.capped

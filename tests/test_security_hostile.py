@@ -230,6 +230,10 @@ def test_names_that_collide_after_truncation_stay_distinct() -> None:
             "crossplane.io/claim-name": "svc-" + "x" * 58 + suffix,
             "crossplane.io/claim-namespace": "team-" + "y" * 57,
         }
+        xr["spec"]["claimRef"] = {  # the claim's identity (labels never count: issue 30)
+            "namespace": "team-" + "y" * 57,
+            "name": "svc-" + "x" * 58 + suffix,
+        }
         xr["spec"]["namespaces"] = [
             {"name": "team-" + "y" * 57, "mode": "existing"}
         ]  # its own namespace

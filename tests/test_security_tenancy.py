@@ -18,12 +18,16 @@ The classes, as the issues number them:
 25.2 hash truncation collides                             25.3 composition keys drop objects
 25.4 tenants whose names prefix each other                25.5 adopt reaches another team
 25.6 remote keys: control characters and look-alikes
+30.1 composition keys collide on long names              30.2 an observed key taken as ownership
+30.3 reserved names off with a shared deploy namespace    30.4 tenant patterns that are ambiguous
+30.5 XR identity from labels
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import json
 import os
 import shutil
@@ -529,6 +533,172 @@ def image_registries(*entries: dict[str, Any]) -> Callable[[World], None]:
         w.policy["imageRegistries"] = list(entries)
 
     return apply
+
+
+# -- issue 30: composition keys, proven ownership, patterns, XR identity ---------------------------
+
+
+def legacy_collision(prefix: str, length: int = 63) -> tuple[str, str]:
+    """Two target names of ``length`` characters starting with ``prefix`` whose Namespace keys
+    collided before issue 30: a birthday search with the product's own old key function
+    (``names.legacy_key``, 32 bits), well under a second."""
+    from function.compose import names
+
+    room = length - len(prefix)
+    seen: dict[str, str] = {}
+    for i in range(1 << 22):
+        name = prefix + format(i, "x").rjust(room, "0")
+        key = names.legacy_key("namespace", name)
+        if key in seen:
+            return seen[key], name
+        seen[key] = name
+    raise AssertionError("no collision in 2^22 names: the search is broken")
+
+
+def collision_search(key_of: Callable[[str], str], names_: list[str]) -> tuple[str, str] | None:
+    seen: dict[str, str] = {}
+    for n in names_:
+        k = key_of(n)
+        if k in seen and seen[k] != n:
+            return seen[k], n
+        seen[k] = n
+    return None
+
+
+@functools.cache
+def long_pair() -> tuple[str, str]:
+    return legacy_collision("team-a--" + "x" * 36)
+
+
+def hashed_key_as_secret(long_name: str, ns: str = "team-a--web") -> str:
+    """A secret name whose joined key is exactly the hashed key of secret ``long_name`` (the
+    pre-issue-30 ``names.key`` gave both one key: the second ExternalSecret replaced the first)."""
+    from function.compose import externalsecrets
+
+    k = externalsecrets.key_service(ns, long_name)
+    head = f"externalsecret.{ns}."
+    assert len(k) == 253 and k.startswith(head), k
+    return k[len(head) :]
+
+
+def legacy_key_as_target(name: str) -> str:
+    """The 53-character target whose key ``namespace-<it>`` is the old cut key of ``name``."""
+    from function.compose import names
+
+    return names.legacy_key("namespace", name)[len("namespace-") :]
+
+
+def two_colliding_targets(w: World) -> None:
+    a, b = long_pair()
+    w.target(a)
+    w.target(b, replace=False)
+
+
+def own_namespace(w: World, name: str, key: str | None = None) -> dict[str, Any]:
+    """A Namespace carrying this claim's ownership marks (as the function composed one)."""
+    out = pre_render(w)
+    ns = copy.deepcopy(objects(out, "Namespace")[-1])
+    assert ns["metadata"]["name"] == w.spec()["namespaces"][-1]["name"]
+    ns["metadata"]["name"] = name
+    ns["metadata"]["annotations"][KEY] = key or f"namespace-{name}"
+    ns["metadata"]["labels"][TENANT_LABEL] = w.ns
+    return ns
+
+
+def switch_to_siblings_colliding_name(w: World) -> None:
+    """The claim settled on long name A (composed under its pre-issue-30 key K); it now asks
+    for B, whose old key is K too and which a sibling claim of the same tenant created."""
+    from function.compose import names
+
+    a, b = long_pair()
+    w.target(a)
+    mine = own_namespace(w, a, names.legacy_key("namespace", a))
+    w.observed.append(mine)
+    w.has(copy.deepcopy(mine), composed_by(b, "team-a", "sibling", "team-a"))
+    w.target(b)
+
+
+def legacy_key_meets_fresh_key(w: World) -> None:
+    """Long target A still observed under its old key K (kept: a changed key deletes it); the
+    claim adds B, the 53-character name whose own key is K. Neither may replace the other."""
+    from function.compose import names
+
+    a = long_pair()[0]
+    w.target(a)
+    mine = own_namespace(w, a, names.legacy_key("namespace", a))
+    w.observed.append(mine)
+    w.has(copy.deepcopy(mine))
+    w.target(legacy_key_as_target(a), replace=False)
+
+
+def observed_under_key(name: str, obj_name: str, *, mine: bool) -> Callable[[World], None]:
+    """Plant under ``namespace-<name>`` an observed Namespace ``obj_name``: this claim's marks
+    (``mine``) or another claim's."""
+
+    def apply(w: World) -> None:
+        if mine:
+            obj = own_namespace(w, obj_name, f"namespace-{name}")
+        else:
+            obj = composed_by(obj_name, "team-b", "app", "team-b")
+            obj["metadata"]["annotations"][KEY] = f"namespace-{name}"
+        w.observed.append(obj)
+        w.target(name)
+
+    return apply
+
+
+def upgrade_outside_pattern(w: World) -> None:
+    """Control: a Namespace an earlier release created for this claim under older rules (not in
+    the tenant pattern), observed under its key with the claim's marks, stays the claim's."""
+    mine = own_namespace(w, "payments-legacy")
+    w.observed.append(mine)
+    w.has(copy.deepcopy(mine))
+    w.target("payments-legacy")
+
+
+def tenant_pattern(pattern: str, *, accept: bool = False) -> Callable[[World], None]:
+    def apply(w: World) -> None:
+        w.policy["namespaces"]["tenantPattern"] = pattern
+        if accept:
+            w.policy["namespaces"]["acceptAmbiguousPattern"] = True
+
+    return apply
+
+
+def allow_pattern(pattern: str) -> Callable[[World], None]:
+    return lambda w: w.policy["namespaces"].__setitem__("allowPattern", pattern)
+
+
+def warned(*parts: str) -> Callable[[World, Any], None]:
+    def check(w: World, out: Any) -> None:
+        messages = [x["message"] for x in out.xr["status"].get("warnings") or []]
+        assert any(all(p in m for p in parts) for m in messages), messages
+
+    return check
+
+
+def claimless(name: str, **labels: str) -> Callable[[World], None]:
+    """The world's claim as an XR without a claim (ops-created), named ``name``, with labels;
+    its tenant is its ``sack8s.io/tenant`` label or its own name."""
+
+    def apply(w: World) -> None:
+        tenant_ = labels.get(TENANT_LABEL, name)
+        text = json.dumps(w.claim).replace("team-a", tenant_)
+        w.claim = json.loads(text)
+        w.claim["metadata"] = {"name": name, "labels": dict(labels)}
+        w.required = [r for r in w.required if r["metadata"]["name"] != "team-a"]
+        w.target(f"{tenant_}--web")
+
+    return apply
+
+
+def identity_is_the_xr(name: str) -> Callable[[World, Any], None]:
+    def check(w: World, out: Any) -> None:
+        for o in out.resources:
+            ann = o["metadata"]["annotations"]
+            assert ann["sack8s.io/claim-name"] == name and "sack8s.io/claim-namespace" not in ann
+
+    return check
 
 
 IMG = f"podinfo:6.2.0@{IMAGE_DIGEST}"
@@ -1088,6 +1258,208 @@ ATTACKS: list[Attack] = [
     Attack(
         "25.5", "adopt-absent-own-space", seq(adopt_allowed, target("team-a--new", "adopt")), Ok()
     ),
+    # ---- 30.1 composition keys: long names whose old keys collided, keys that meet hashed keys
+    Attack("30.1", "legacy-colliding-long-targets", two_colliding_targets, Ok(), cli=True),
+    Attack(
+        "30.1",
+        "legacy-colliding-long-targets-adopt",
+        seq(
+            adopt_allowed,
+            two_colliding_targets,
+            lambda w: w.spec()["namespaces"][0].__setitem__("mode", "adopt"),
+        ),
+        Ok(),
+    ),
+    Attack(
+        "30.1",
+        "secret-named-after-a-hashed-key",
+        lambda w: w.spec().__setitem__(
+            "secrets", [_secret("s" * 240), _secret(hashed_key_as_secret("s" * 240))]
+        ),
+        Ok(both_secrets),
+    ),
+    Attack(
+        "30.1",
+        "long-target-and-its-legacy-key-name",
+        seq(
+            lambda w: w.target(long_pair()[0]),
+            lambda w: w.target(legacy_key_as_target(long_pair()[0]), replace=False),
+        ),
+        Ok(),
+    ),
+    Attack(
+        "30.1",
+        "kept-legacy-key-meets-fresh-key",
+        legacy_key_meets_fresh_key,
+        fatal("spec.namespaces[1]", "spec.namespaces[0]", "composition-resource key"),
+    ),
+    # ---- 30.2 an observed key is no proof of ownership
+    Attack(
+        "30.2",
+        "switch-to-siblings-colliding-name",
+        switch_to_siblings_colliding_name,
+        fatal("spec.namespaces[0]", "not owned by this claim"),
+    ),
+    Attack(
+        "30.2",
+        "observed-key-holds-other-claims-namespace",
+        observed_under_key("team-b--x", "team-b--x", mine=False),
+        fatal("spec.namespaces[0]", "team-b--x"),
+    ),
+    Attack(
+        "30.2",
+        "observed-key-holds-another-name",
+        observed_under_key("team-b--y", "team-a--web", mine=True),
+        fatal("spec.namespaces[0]", "team-b--y"),
+    ),
+    Attack(
+        "30.2",
+        "observed-key-other-claim-live-other-claim",
+        seq(
+            observed_under_key("payments", "payments", mine=False),
+            has(composed_by("payments", "team-b", "app", "team-b")),
+        ),
+        fatal("spec.namespaces[0]", "payments"),
+    ),
+    Attack("30.2", "control-upgrade-outside-pattern", upgrade_outside_pattern, Ok()),
+    # ---- 30.3 reserved deploy-namespace names in every mode; deploy.path as documented
+    Attack(
+        "30.3",
+        "shared-create-reserved-name",
+        seq(shared, target("sack8s-team-b-x")),
+        fatal("spec.namespaces[0].name", "reserved"),
+        cli=True,
+    ),
+    Attack(
+        "30.3",
+        "shared-existing-reserved-name",
+        seq(
+            shared,
+            target("sack8s-team-b-y", "existing"),
+            has(namespace("sack8s-team-b-y", **{TENANT_LABEL: "team-a"})),
+        ),
+        fatal("spec.namespaces[0].name", "reserved"),
+    ),
+    Attack(
+        "30.3",
+        "shared-adopt-reserved-name",
+        seq(shared, adopt_allowed, target("sack8s-team-b-z", "adopt")),
+        fatal("spec.namespaces[0].name", "reserved"),
+    ),
+    Attack("30.3", "path-root", seq(kustomize, set_path("/")), fatal("spec.deploy.path")),
+    Attack("30.3", "path-root-twice", seq(kustomize, set_path("//")), fatal("spec.deploy.path")),
+    Attack("30.3", "path-absolute-dir", seq(kustomize, set_path("/x/")), fatal("spec.deploy.path")),
+    # ---- 30.4 tenant and allow patterns that give one name two tenants
+    Attack(
+        "30.4",
+        "single-hyphen-tenant-pattern",
+        tenant_pattern("^{claimNamespace}(-[a-z0-9]+)*$"),
+        fatal("namespaces.tenantPattern", "separator", "acceptAmbiguousPattern"),
+        cli=True,
+    ),
+    Attack(
+        "30.4",
+        "unanchored-tenant-pattern",
+        tenant_pattern(".*{claimNamespace}--[a-z0-9]+$"),
+        fatal("namespaces.tenantPattern", "does not start with {claimNamespace}"),
+    ),
+    Attack(
+        "30.4",
+        "alternation-escapes-the-anchor",
+        tenant_pattern("^{claimNamespace}--[a-z0-9]+$|^shared-[a-z0-9]+$"),
+        fatal("namespaces.tenantPattern"),
+    ),
+    Attack(
+        "30.4",
+        "no-tenant-in-pattern",
+        tenant_pattern("^apps-[a-z0-9]+$"),
+        fatal("namespaces.tenantPattern", "does not contain {claimNamespace}"),
+    ),
+    Attack(
+        "30.4",
+        "optional-separator",
+        tenant_pattern("^{claimNamespace}-?-?[a-z0-9]+$"),
+        fatal("namespaces.tenantPattern", "separator"),
+    ),
+    Attack(
+        "30.4",
+        "ambiguous-allow-pattern",
+        allow_pattern("^[a-z0-9-]*{claimNamespace}[a-z0-9-]*$"),
+        fatal("namespaces.allowPattern"),
+    ),
+    Attack(
+        "30.4",
+        "tenant-containing-the-separator",
+        seq(tenant("team--b"), target("team--b--web")),
+        fatal("spec.namespaces[0].name", "separator", "mode existing"),
+    ),
+    Attack(
+        "30.4",
+        "control-tenant-with-separator-uses-labelled",
+        seq(
+            tenant("team--b"),
+            target("payments", "existing"),
+            has(namespace("payments", **{TENANT_LABEL: "team--b"})),
+        ),
+        Ok(),
+    ),
+    Attack(
+        "30.4",
+        "control-ambiguous-pattern-accepted-warns",
+        seq(tenant_pattern("^{claimNamespace}(-[a-z0-9]+)*$", accept=True), target("team-a-web")),
+        Ok(warned("namespaces.tenantPattern", "acceptAmbiguousPattern")),
+    ),
+    Attack(
+        "30.4",
+        "control-custom-unambiguous-pattern",
+        tenant_pattern("{claimNamespace}--[a-z]+(-[a-z]+)*"),
+        Ok(),
+    ),
+    # ---- 30.5 XR identity only from spec.claimRef or the XR itself
+    Attack(
+        "30.5",
+        "claim-labels-without-claimref",
+        seq(
+            claimless(
+                "ops-svc",
+                **{
+                    "crossplane.io/claim-name": "podinfo",
+                    "crossplane.io/claim-namespace": "team-b",
+                },
+            ),
+        ),
+        Ok(identity_is_the_xr("ops-svc")),
+    ),
+    Attack(
+        "30.5",
+        "tenant-label-namespace-missing",
+        claimless("ops-svc", **{TENANT_LABEL: "team-c"}),
+        fatal("metadata.labels[sack8s.io/tenant]", "does not exist"),
+    ),
+    Attack(
+        "30.5",
+        "tenant-label-names-a-deploy-namespace",
+        seq(
+            claimless("ops-svc", **{TENANT_LABEL: "team-c"}),
+            has(namespace("team-c", **{"sack8s.io/deploy-namespace": "true"})),
+        ),
+        fatal("metadata.labels[sack8s.io/tenant]", "deploy namespace"),
+    ),
+    Attack(
+        "30.5",
+        "tenant-label-names-another-tenants-namespace",
+        seq(
+            claimless("ops-svc", **{TENANT_LABEL: "team-c"}),
+            has(namespace("team-c", **{TENANT_LABEL: "team-b"})),
+        ),
+        fatal("metadata.labels[sack8s.io/tenant]", "team-b"),
+    ),
+    Attack(
+        "30.5",
+        "control-tenant-label-existing-namespace",
+        seq(claimless("ops-svc", **{TENANT_LABEL: "team-c"}), has(namespace("team-c"))),
+        Ok(identity_is_the_xr("ops-svc")),
+    ),
     # ---- 25.6 remote keys: control characters and Unicode look-alikes of '.' and '/'
     Attack(
         "25.6",
@@ -1168,7 +1540,7 @@ def check_row(a: Attack, w: World, out: Any) -> None:
         return
     assert out.fatal is None, out.fatal.message
     assert all(r.severity != fnv1.SEVERITY_FATAL for r in out.results)
-    check_render(out, w.xr(), w.policy, required=w.required, ledger=LEDGER)
+    check_render(out, w.xr(), w.policy, required=w.required, ledger=LEDGER, observed=w.observed)
     if a.expect.check:
         a.expect.check(w, out)
 
@@ -1198,6 +1570,11 @@ def test_suite_covers_every_class_with_variants() -> None:
         "25.4",
         "25.5",
         "25.6",
+        "30.1",
+        "30.2",
+        "30.3",
+        "30.4",
+        "30.5",
     }
     assert wanted <= set(by_class), wanted - set(by_class)
     assert all(by_class[c] >= 3 for c in wanted), by_class
@@ -1281,6 +1658,37 @@ def test_names_of_the_longest_identities_fit_every_limit() -> None:
     w.target("n" * 63, "existing")
     out = run(w)
     check_render(out, w.xr(), w.policy, required=w.required, ledger=Ledger())
+
+
+# -- 30.1: collision searches with the product's own key functions over long names -------------
+
+
+def test_collision_search_with_the_product_key_functions() -> None:
+    """The search that broke the old Namespace keys (32 bits: a pair of 63-character targets in
+    well under a second) finds nothing with the current key and name functions over the same
+    names: Namespace keys are the name itself, secret keys past 232 characters and derived
+    names carry 100 bits."""
+    from function.compose import externalsecrets, names, namespaces
+    from function.compose.identity import Identity
+    from function.compose.objectnames import ObjectNames
+
+    prefix = "team-a--" + "x" * 36
+    a, b = long_pair()
+    assert a != b and names.legacy_key("namespace", a) == names.legacy_key("namespace", b)
+    room = 63 - len(prefix)
+    budget = max(int(b[len(prefix) :], 16) + 1, 1 << 17)
+    targets = [prefix + format(i, "x").rjust(room, "0") for i in range(budget)]
+    assert collision_search(lambda n: names.legacy_key("namespace", n), targets) is not None
+    assert collision_search(namespaces.key_target, targets) is None
+    own = ObjectNames(Identity("team-a", "podinfo", "podinfo-x", is_claim=True, tenant="team-a"))
+    assert collision_search(own.role, targets) is None
+    assert collision_search(own.pull_externalsecret, targets) is None
+    secrets = ["s" * 212 + format(i, "x").rjust(20, "0") for i in range(budget)]
+    keys = [externalsecrets.key_service("team-a--web", x) for x in secrets[:3]]
+    assert all(len(k) == 253 for k in keys)  # the hashed form
+    assert (
+        collision_search(lambda x: externalsecrets.key_service("team-a--web", x), secrets) is None
+    )
 
 
 # -- 19.1 on the bundled examples: the invariants hold there too -----------------------------------

@@ -77,6 +77,15 @@ class Deployable(Model):
         description="Kustomize only: path inside the resource to build (relative, no '..').",
         max_length=253,
     )
+    releaseName: str | None = Field(
+        default=None,
+        description="Helm only: the Helm release name, e.g. to keep the release a team "
+        "deployed before (a DNS label of at most 53 characters). Default: the claim's name "
+        "(docs/security.md, 'Helm release names'). Changing it makes Flux uninstall the old "
+        "release and install the new one.",
+        pattern=DNS_LABEL,
+        max_length=53,
+    )
 
 
 class TargetNamespace(Model):

@@ -78,6 +78,13 @@ class NamespacePolicy(Model):
         "tenant (its namespace), {claimName} its name, both regex-escaped. The default, "
         "<tenant>--<suffix> with no '--' in the suffix, gives every name exactly one tenant.",
     )
+    acceptAmbiguousPattern: bool = Field(
+        default=False,
+        description="Accept a tenantPattern or allowPattern that does not start with "
+        "{claimNamespace} followed by the separator '--' (so one name could fit two tenants). "
+        "Off by default: such a policy is refused. When on, every claim gets a Warning naming "
+        "the ambiguity.",
+    )
     tenantLabel: str = Field(
         default=DEFAULT_TENANT_LABEL,
         description="Label ops put on a namespace they hand to a tenant (value: the tenant, i.e. "
@@ -326,6 +333,11 @@ class ConfigDataPolicy(Model):
         "reference into a repository:tag pair (a bare digest as the tag; a repository without "
         "the registry of an image that has one, and no registry rule): Fatal, naming the rule, "
         "or Warning (while teams fix their ConfigData).",
+    )
+    duplicateKeys: Literal["Warning", "Fatal"] = Field(
+        default="Warning",
+        description="A ConfigData map that defines one key twice: a Warning naming both lines "
+        "(the later value is used, as ocm-controller v1 did), or a Fatal (strict).",
     )
 
 

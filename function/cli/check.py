@@ -21,12 +21,16 @@ import click
 from function.cli.exits import EPILOG, InputPath
 from function.cli.mutate import (
     MAX_BYTES,
+    TRANSFER_OPTIONS,
     Failure,
     _fail,
     _log,
     _read,
     cli_image_table,
     load_values,
+    moved,
+    transfer_for,
+    transfer_notes,
     with_component,
 )
 from function.errors import DigestMismatch, SackError
@@ -103,6 +107,19 @@ def _component_deployables(
     return with_component(source, read, plain_http=plain_http, registry=registry)
 
 
+def _schema(data: bytes) -> Any:
+    """The ConfigData's schema for reading a flat values ConfigMap; None when the ConfigData
+    cannot be read (the check itself reports why).
+    """
+    from function.configdata.model import parse_configdata
+
+    try:
+        conf = parse_configdata(data).configuration
+    except SackError:
+        return None
+    return conf.schema_ if conf is not None else None
+
+
 @click.command("check", epilog=EPILOG)
 @click.option(
     "--config-data",
@@ -148,6 +165,9 @@ def _component_deployables(
     is_flag=True,
     help="An image with neither digest nor resource digest is a warning.",
 )
+@TRANSFER_OPTIONS[0]
+@TRANSFER_OPTIONS[1]
+@TRANSFER_OPTIONS[2]
 @click.option(
     "--image-pairs",
     type=click.Choice(["fatal", "warning"], case_sensitive=False),
@@ -166,6 +186,9 @@ def check(
     registry: str | None,
     allow_unpinned: bool,
     image_pairs: str,
+    transfer_to: str | None = None,
+    copy_resources: bool = False,
+    upload_as: str | None = None,
 ) -> None:
     """Lint a ConfigData against its deployable: one line per finding, exit 1 on errors."""
     from function.configdata.check import Deployable, has_errors
@@ -178,14 +201,25 @@ def check(
         data = _read(cd_path, "--config-data")
         cv, deployables, findings = None, [], []
         values = (
-            load_values(_read(Path(values_file), "--values"), values_file, key)
+            load_values(_read(Path(values_file), "--values"), values_file, key, _schema(data))
             if values_file
             else None
         )
+        transfer = transfer_for(
+            transfer_to,
+            copy_resources=copy_resources,
+            upload_as=upload_as,
+            registry=registry,
+            plain_http=plain_http,
+        )
+        if transfer is not None and not component:
+            raise click.UsageError("--transfer-to needs --component SOURCE")
         if component:
             cv, deployables, findings = _component_deployables(
                 component, plain_http=plain_http, registry=registry
             )
+        # the deployables were read where the component is; the images are where it goes
+        cv, problems = moved(cv, transfer)
         if root:
             files = read_root(Path(root))
             deployables = [
@@ -195,7 +229,11 @@ def check(
             data,
             deployables=deployables,
             component=cv,
-            images=cli_image_table(cv, allow_unpinned=allow_unpinned) if cv is not None else None,
+            images=(
+                cli_image_table(cv, allow_unpinned=allow_unpinned, problems=problems)
+                if cv is not None
+                else None
+            ),
             values=values,
             image_pairs_fatal=image_pairs.lower() == "fatal",
             complete=root is None,
@@ -203,6 +241,8 @@ def check(
         )
     except (Failure, SackError) as e:
         _fail(str(e))
+    for note in transfer_notes(transfer, registry, cv):
+        _log(f"warning: {note}")
     for f in findings:
         click.echo(f.line())
     errors = sum(f.severity == "error" for f in findings)

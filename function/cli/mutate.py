@@ -96,8 +96,12 @@ def _normalise(name: str) -> str:
     return norm.removeprefix("./")
 
 
-def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
-    """A plain YAML values file, or a ConfigMap whose (``--key``) data entry is a YAML string."""
+def load_values(data: bytes, name: str, key: str | None, schema: Any = None) -> dict[str, Any]:
+    """A plain YAML values file, or a ConfigMap whose (``--key``) data entry is a YAML string,
+    or a flat ConfigMap (one key per value, typed by the ConfigData ``schema``:
+    :mod:`function.configdata.flatvalues`), as the function reads them.
+    """
+    from function.configdata.flatvalues import flat_values, is_flat, not_flat_reason
     from function.yamlio import load_all, load_one
 
     docs = load_all(data, name)
@@ -115,11 +119,15 @@ def load_values(data: bytes, name: str, key: str | None) -> dict[str, Any]:
         if not isinstance(data_map, dict) or not data_map:
             raise InvalidValues(f"values {name}", "ConfigMap has no data entries")
         if key is None:
+            if schema is not None and is_flat(data_map, schema):
+                return flat_values(data_map, schema)
             if len(data_map) != 1:
                 keys = ", ".join(sorted(map(str, data_map)))
                 raise InvalidValues(
                     f"values {name}",
-                    f"ConfigMap has several data keys ({keys}): pick one with --key",
+                    f"ConfigMap has several data keys ({keys}): pick one with --key, or make it "
+                    "flat (one key per value: every key a top-level scalar property of the "
+                    f"ConfigData schema; {not_flat_reason(data_map, schema)})",
                 )
             key = next(iter(data_map))
         if key not in data_map:
@@ -253,7 +261,84 @@ def with_component(
     return asyncio.run(get())
 
 
-def cli_image_table(cv: Any, *, allow_unpinned: bool) -> Any:
+def transfer_for(
+    transfer_to: str | None,
+    *,
+    copy_resources: bool = False,
+    upload_as: str | None = None,
+    registry: str | None = None,
+    plain_http: bool = False,
+) -> Any:
+    """The ``ocm transfer`` to simulate (``--transfer-to``), or None.
+
+    ``--registry`` stays what it was (the registry a local CTF/directory already stands for:
+    only localBlob images move); ``--transfer-to`` says where ops will transfer the component,
+    so the two exclude each other. ``--copy-resources``/``--upload-as`` are the OCM CLI's own
+    flags and mean nothing without a transfer.
+    """
+    from function.ocm.transfer import UPLOAD_AS, Transfer
+
+    if not transfer_to:
+        if copy_resources or upload_as:
+            flag = "--copy-resources" if copy_resources else "--upload-as"
+            raise click.UsageError(f"{flag} describes a transfer: give --transfer-to REGISTRY")
+        return None
+    if registry:
+        raise click.UsageError(
+            "--registry and --transfer-to exclude each other: after a transfer every localBlob "
+            "is in the --transfer-to registry"
+        )
+    mode = upload_as or "default"
+    if mode not in UPLOAD_AS:  # click's Choice already checked; kept for direct callers
+        raise click.UsageError(f"--upload-as must be one of {', '.join(UPLOAD_AS)}")
+    from function.ocm.location import parse_repository
+
+    reg = parse_repository(transfer_to, plain_http=plain_http)
+    if reg.repository is None or reg.component:
+        raise ComponentError(
+            f"--transfer-to {transfer_to}",
+            "must be an OCI registry address (host[:port][/prefix], as `ocm transfer` takes it)",
+        )
+    return Transfer(reg.repository, copy_resources=copy_resources, upload_as=mode)  # type: ignore[arg-type]
+
+
+def moved(cv: Any, transfer: Any) -> tuple[Any, Any]:
+    """(the component as it reads after ``transfer``, the resources it could not place)."""
+    if transfer is None:
+        return cv, {}
+    from function.ocm.transfer import transferred
+
+    return transferred(cv, transfer)
+
+
+def transfer_notes(transfer: Any, registry: str | None, cv: Any) -> list[str]:
+    """Warnings that keep a team from reading an unchanged image as a localized one."""
+    from function.ocm.access import LOCAL_BLOB, OCI_ARTIFACT, normalize_access_type
+    from function.ocm.model import TYPE_OCI_IMAGE
+
+    if cv is None:
+        return []
+    kinds = [
+        normalize_access_type(str(r.access.get("type") or ""))
+        for r in cv.descriptor.resources
+        if r.type == TYPE_OCI_IMAGE
+    ]
+    notes = []
+    if transfer is not None and transfer.upload_as != "default" and not transfer.copy_resources:
+        notes.append(
+            f"--upload-as {transfer.upload_as} without --copy-resources changes nothing: the OCM "
+            "CLI copies only localBlobs then, and images stay where they are"
+        )
+    if registry and kinds and LOCAL_BLOB not in kinds and OCI_ARTIFACT in kinds:
+        notes.append(
+            f"--registry {registry} applies only to localBlob images and this component has "
+            "none: its images stay where their references point; to see them after a transfer, "
+            "pass --transfer-to REGISTRY[/PREFIX] --copy-resources instead"
+        )
+    return notes
+
+
+def cli_image_table(cv: Any, *, allow_unpinned: bool, problems: Any = None) -> Any:
     """The component's image table, with the CLI's way out for unpinned images.
 
     Refusing an image that has neither a digest nor a resource digest is the product's promise;
@@ -266,13 +351,26 @@ def cli_image_table(cv: Any, *, allow_unpinned: bool) -> Any:
     from function.ocm.access import image_table
 
     table = image_table(cv, allow_unpinned=allow_unpinned)
+    if problems:
+        table = MappingProxyType(
+            {
+                k: (
+                    replace(e, error=problems[k], reference="", parsed=None) if k in problems else e
+                )
+                for k, e in table.items()
+            }
+        )
     if allow_unpinned or all(e.error is None for e in table.values()):
         return table
     lenient = image_table(cv, allow_unpinned=True)
     out = dict(table)
     for key, entry in table.items():
         e = entry.error
-        if isinstance(e, ComponentError) and lenient[key].error is None:
+        if (
+            isinstance(e, ComponentError)
+            and lenient[key].error is None
+            and key not in (problems or {})
+        ):
             out[key] = replace(
                 entry,
                 error=ComponentError(
@@ -298,6 +396,9 @@ def _run(
     component: str | None = None,
     plain_http: bool = False,
     registry: str | None = None,
+    transfer_to: str | None = None,
+    copy_resources: bool = False,
+    upload_as: str | None = None,
     values_file: str | None = None,
     key: str | None = None,
     schema_violations: str = "Fatal",
@@ -320,7 +421,12 @@ def _run(
         cd_path = Path(config_data)
         cd = parse_configdata(_read(cd_path, "--config-data"), f"ConfigData {cd_path.name}")
         values = (
-            load_values(_read(Path(values_file), "--values"), values_file, key)
+            load_values(
+                _read(Path(values_file), "--values"),
+                values_file,
+                key,
+                cd.configuration.schema_ if cd.configuration else None,
+            )
             if values_file
             else None
         )
@@ -330,6 +436,13 @@ def _run(
                 raise Failure(f"stdin: larger than the {MAX_BYTES} byte limit")
         else:
             text = _read(full, "FILE")
+        transfer = transfer_for(
+            transfer_to,
+            copy_resources=copy_resources,
+            upload_as=upload_as,
+            registry=registry,
+            plain_http=plain_http,
+        )
         digest_warnings: list[str] = []
         cv = (
             load_component(
@@ -342,6 +455,7 @@ def _run(
             if localize
             else None
         )
+        cv, problems = moved(cv, transfer)
         if localize and skip_digest_check:
             digest_warnings.append("resource digests not checked (--skip-digest-check, tests only)")
         p = plan(
@@ -352,7 +466,11 @@ def _run(
             localize=localize,
             configure=configure,
             schema_violations="Warning" if schema_violations.lower() == "warning" else "Fatal",
-            images=cli_image_table(cv, allow_unpinned=allow_unpinned) if cv is not None else None,
+            images=(
+                cli_image_table(cv, allow_unpinned=allow_unpinned, problems=problems)
+                if cv is not None
+                else None
+            ),
         )
         try:
             result = apply_to_file(text, name, p.substitutions)
@@ -370,10 +488,12 @@ def _run(
             suggestions(load_file(result.text, name).docs, result.changes) if result.changes else ()
         )
         unused: tuple[str, ...] = ()
+        hint = ""
         if configure:
-            from function.configdata.unused import unused_values  # loads jsonschema
+            from function.configdata.unused import unused_hint, unused_values  # jsonschema
 
             unused = unused_values(cd, values)
+            hint = unused_hint(cd, unused)
     except Failure as e:
         _fail(str(e))
     except SackError as e:
@@ -389,6 +509,8 @@ def _run(
             _log(f"not applicable: ConfigData {sub.rule} addresses file {sub.file}, not {name}")
         for change in result.changes:
             _log(describe(change))
+    for note in transfer_notes(transfer, registry, cv):
+        _log(f"warning: {note}")
     for message in digest_warnings:
         _log(f"warning: {message}")
     for finding in p.findings + result.findings:
@@ -404,6 +526,7 @@ def _run(
         _log(
             f"warning: {len(unused)} value(s) reach no configuration rule of the ConfigData "
             f"(for any file), so they are never applied: {', '.join(unused)}"
+            + (f" ({hint})" if hint else "")
         )
     if not result.changes:
         _log(
@@ -446,6 +569,29 @@ _common = [
     ),
 ]
 _file = [click.argument("file", metavar="FILE")]
+#: ``--transfer-to`` and the OCM CLI transfer flags it goes with (localize, mutate, check).
+TRANSFER_OPTIONS = [
+    click.option(
+        "--transfer-to",
+        "transfer_to",
+        metavar="REGISTRY[/PREFIX]",
+        help="Localize as if `ocm transfer` had put the component there (with the OCM "
+        "CLI's mapping per access type; see --copy-resources, --upload-as).",
+    ),
+    click.option(
+        "--copy-resources",
+        is_flag=True,
+        help="The transfer copies images too (`ocm transfer --copy-resources`); without it "
+        "only localBlobs move.",
+    ),
+    click.option(
+        "--upload-as",
+        "upload_as",
+        type=click.Choice(["default", "localBlob", "ociArtifact"]),
+        help="How copied images are stored (`ocm transfer --upload-as`): default and "
+        "localBlob inside the component, ociArtifact at REGISTRY/PREFIX/<image path>:<tag>.",
+    ),
+]
 _component = [
     click.option(
         "--component",
@@ -461,8 +607,9 @@ _component = [
         "--registry",
         metavar="HOST[/BASE]",
         help="Registry a local CTF/directory stands for (where the cluster pulls localBlob "
-        "images).",
+        "images; other images stay put: for a transfer, see --transfer-to).",
     ),
+    *TRANSFER_OPTIONS,
     click.option(
         "--allow-unpinned",
         is_flag=True,

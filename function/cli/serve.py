@@ -9,7 +9,7 @@ from crossplane.function import cli as sdkcli
 from crossplane.function import logging as sdklogging
 from crossplane.function import runtime
 
-from function import metrics, server
+from function import budgets, metrics, server
 from function.cache import DEFAULT_MEMO_BYTES, DEFAULT_RESPONSE_BYTES, Cache, Memos, Responses
 from function.cli.exits import EPILOG
 from function.fn import FunctionRunner
@@ -58,12 +58,22 @@ from function.sources import SourceFactory
     help="Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9090). Off by "
     "default.",
 )
+@click.option(
+    "--budget",
+    "budget",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A cost budget for work on component content (repeatable): yaml-nodes, "
+    "schema-steps, expression-nodes, suggestion-keys, suggestion-candidates, render-cpu-ms "
+    "(docs/security.md).",
+)
 def serve(
     tag_ttl: float,
     cache_bytes: int,
     memo_bytes: int,
     response_bytes: int,
     metrics_address: str | None,
+    budget: tuple[str, ...] = (),
     *,
     debug: bool,
     address: str,
@@ -78,6 +88,19 @@ def serve(
             metrics.parse_address(metrics_address)
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="--metrics-address") from None
+    settings: dict[str, int] = {}
+    for item in budget:
+        name, _, value = item.partition("=")
+        try:
+            settings[name.strip()] = int(value)
+        except ValueError:
+            raise click.BadParameter(
+                f"{item!r} is not NAME=INTEGER", param_hint="--budget"
+            ) from None
+    try:
+        budgets.configure(settings)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--budget") from None
     cache = Cache(ttl=tag_ttl, max_bytes=cache_bytes)
     runner = FunctionRunner(sources=SourceFactory(cache=cache), memos=Memos(memo_bytes))
     responses = Responses(response_bytes)

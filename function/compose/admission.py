@@ -92,14 +92,19 @@ def owned_deploy_namespace(policy: Policy, identity: Identity) -> str | None:
 
 def check_namespaces(
     spec: Spec, policy: Policy, deploy_ns: str, identity: Identity | None = None
-) -> None:
-    """Name-only tenancy checks (tenancy.py); the live ones run when Namespaces are composed."""
-    tenancy.check_names(spec, policy, identity or Identity("", "", "", is_claim=False), deploy_ns)
+) -> list[str]:
+    """Name-only tenancy checks (tenancy.py); the live ones run when Namespaces are composed.
+    Returns the Warnings of an ambiguous namespace pattern ops accepted.
+    """
+    warnings = tenancy.check_names(
+        spec, policy, identity or Identity("", "", "", is_claim=False), deploy_ns
+    )
     hit = tenancy.forbidden_pattern(policy, deploy_ns)
     if hit:
         raise InvalidPolicy(
             "deployNamespace", f"deploy namespace {deploy_ns!r} is forbidden (matches {hit!r})"
         )
+    return warnings
 
 
 _OCI_TYPES = {"oci", "ociregistry"}
@@ -138,7 +143,7 @@ def check_deploy_path(spec: Spec) -> None:
     """``deploy.path`` stays inside the deployable: relative, plain segments, no ``..``."""
     path = spec.deploy.path
     body = path[2:] if path.startswith("./") else ("" if path == "." else path)
-    body = body[:-1] if body.endswith("/") else body
+    body = body[:-1] if body.endswith("/") and body != "/" else body
     if not body:
         return
     for seg in body.split("/"):
@@ -149,6 +154,25 @@ def check_deploy_path(spec: Spec) -> None:
                 "of letters, digits, '.', '_' and '-', no '..' or empty segments, no backslashes "
                 "or control characters",
             )
+
+
+def check_release_name(spec: Spec, identity: Identity) -> None:
+    """A release name the claim chooses must not go into the claim's own namespace: ops may hand
+    that namespace to another tenant as well (``sack8s.io/tenant``), whose claims could name
+    the same release there (docs/security.md, "Helm release names").
+    """
+    if (
+        spec.deploy.releaseName
+        and identity.is_claim
+        and spec.primary_namespace == identity.namespace
+    ):
+        raise PolicyViolation(
+            "spec.deploy.releaseName",
+            f"release {spec.deploy.releaseName!r} would go into the claim's own namespace "
+            f"{identity.namespace!r}, where a claim of another tenant the namespace is handed to "
+            "could choose the same name: deploy it to a namespace of the tenant (first entry of "
+            "spec.namespaces), or leave releaseName unset",
+        )
 
 
 def registry_for(policy: Policy, host: str, *, plain_http: bool, where: str) -> RegistryPolicy:
@@ -321,6 +345,8 @@ class Admission:
 
     deploy_namespace: str
     registry: RegistryPolicy  # the policy entry for the component repository's host
+    # Warnings every composition of this claim carries (an ambiguous pattern ops accepted).
+    warnings: tuple[str, ...] = ()
 
 
 def admit(spec: Spec, policy: Policy, identity: Identity, repository: Repository) -> Admission:
@@ -329,11 +355,12 @@ def admit(spec: Spec, policy: Policy, identity: Identity, repository: Repository
     """
     gates.check_version(spec, policy)
     deploy_ns = deploy_namespace(policy, identity)
-    check_namespaces(spec, policy, deploy_ns, identity)
+    warnings = check_namespaces(spec, policy, deploy_ns, identity)
     registry = registry_for(
         policy, repository.host, plain_http=repository.plain_http, where="spec.component.repository"
     )
     check_deploy_path(spec)
+    check_release_name(spec, identity)
     check_secrets(spec, policy, identity)
     check_rbac(spec, policy)
-    return Admission(deploy_ns, registry)
+    return Admission(deploy_ns, registry, tuple(warnings))

@@ -1,10 +1,13 @@
 """No two desired objects may be one: a collision is a Fatal, never a dict overwrite.
 
-Builders return objects by composition-resource key; merging them with ``dict.update`` would
-silently drop whichever came first when two keys meet, and two objects with one identity
-would make Crossplane apply two contents to one object. The keys and names are built so that
-neither can happen (names.py, objectnames.py); this is the proof at run time, checked on
-every desired state before it is returned:
+Builders return objects by composition-resource key; putting them in a map with ``d[k] = v``
+or ``dict.update`` would silently drop whichever came first when two keys meet, and two
+objects with one identity would make Crossplane apply two contents to one object. The keys
+and names are built so that neither can happen (names.py, objectnames.py); :func:`merge` is
+the one way any builder or the core puts a desired object in a map, and refuses a second
+object under a key with one Fatal naming both sources (the claim fields or rules that asked
+for them). This is the proof at run time, checked on every desired state before it is
+returned:
 
 - no two objects share a composition-resource key;
 - no two share (apiVersion, kind, namespace, name), nor (apiVersion, kind, name) at all:
@@ -21,15 +24,65 @@ from typing import Any
 from function.errors import InvalidClaim
 
 
-def merge(into: dict[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]) -> None:
+class Objects(dict[str, dict[str, Any]]):
+    """Desired objects by composition-resource key, remembering for each the claim field or
+    rule that asked for it (``sources``), so a collision can name both.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sources: dict[str, str] = {}
+
+    def copy(self) -> Objects:  # type: ignore[override]
+        out = Objects(self)
+        out.sources.update(self.sources)
+        return out
+
+    def only(self, keys: Any) -> Objects:
+        """The objects under ``keys`` (with their sources), in this map's order."""
+        out = Objects()
+        for k, v in self.items():
+            if k in keys:
+                out[k] = v
+                if k in self.sources:
+                    out.sources[k] = self.sources[k]
+        return out
+
+
+def merge(
+    into: dict[str, dict[str, Any]],
+    new: Mapping[str, dict[str, Any]],
+    source: str | None = None,
+) -> None:
+    """Put ``new`` into ``into``; a key already there is one Fatal naming both objects and
+    both sources (``source``: the claim field or rule ``new`` was built for, when ``new`` does
+    not carry its own).
+    """
     for key, obj in new.items():
+        src = (new.sources.get(key) if isinstance(new, Objects) else None) or source
         if key in into:
+            first = into.sources.get(key) if isinstance(into, Objects) else None
+            where = src if src and src.startswith("spec") else (first or "spec")
+            if not where.startswith("spec"):
+                where = "spec"
             raise InvalidClaim(
-                "spec",
-                f"two composed objects have the composition-resource key {key!r} "
-                f"({_describe(into[key])}, {_describe(obj)})",
+                where,
+                f"two composed objects have the composition-resource key {key!r}: "
+                f"{_describe(into[key])}{f' (for {first})' if first else ''} and "
+                f"{_describe(obj)}{f' (for {src})' if src else ''}; one would silently "
+                "replace the other",
             )
         into[key] = obj
+        if isinstance(into, Objects) and src:
+            into.sources[key] = src
+
+
+def objects(*entries: tuple[str, dict[str, Any], str]) -> Objects:
+    """A map of ``(key, object, source)`` entries, each put in through :func:`merge`."""
+    out = Objects()
+    for key, obj, source in entries:
+        merge(out, {key: obj}, source)
+    return out
 
 
 def _describe(obj: Mapping[str, Any]) -> str:

@@ -84,4 +84,7 @@ class Context:
 
     @property
     def release_name(self) -> str:
-        return self.names.deployment
+        """``spec.deploy.releaseName``, else the claim's name where no other claim can use it
+        in the target namespace (:meth:`ObjectNames.release`; docs/security.md).
+        """
+        return self.spec.deploy.releaseName or self.names.release(self.primary_namespace)

@@ -92,6 +92,11 @@ def choose_flavour(spec: Spec, deployable: Resource) -> Literal["helm", "kustomi
             f"resource {deployable.name} has type {deployable.type}; set flavour to helm or "
             "kustomize",
         )
+    if flavour == "kustomize" and spec.deploy.releaseName:
+        raise InvalidClaim(
+            "spec.deploy.releaseName",
+            f"names a Helm release, but resource {deployable.name} is deployed with Kustomize",
+        )
     return flavour  # type: ignore[return-value]
 
 
@@ -148,6 +153,8 @@ def _mutation(
             images=table,
             configdata_name=f"ConfigData (resource {cd.name})",
             schema_violations=inp.policy.configData.schemaViolations,
+            duplicate_keys=inp.policy.configData.duplicateKeys,
+            deployable=deployable.name,
         )
     )
 
@@ -165,7 +172,8 @@ def unused_values_note(
     message = (
         f"{len(mutation.unused_values)} value(s) reach no configuration rule of ConfigData "
         f"(resource {cd.name}) for the {what}, so they are not applied: {paths} "
-        "(status.configData.unusedValues; status.configData.skipped lists the rules for files "
+        + (f"({mutation.unused_hint}) " if mutation.unused_hint else "")
+        + "(status.configData.unusedValues; status.configData.skipped lists the rules for files "
         "outside the deployed resource)"
     )
     if policy.configData.unusedValues == "Fatal":
@@ -228,27 +236,33 @@ def compose(inp: CoreInput) -> CoreOutput:
         spec, policy, _image_hosts(inp, table), inp.repository.host
     )
 
-    built: dict[str, dict[str, Any]] = {}
+    # Every desired object enters a map through collisions.merge, which refuses a second
+    # object under a key with one Fatal naming both sources: nothing is silently replaced.
+    built = collisions.Objects()
     collisions.merge(built, namespaces.build(ctx, inp.existing_namespaces, inp.observed))
     collisions.merge(built, rbac.build(ctx))
     collisions.merge(built, externalsecrets.build(ctx, image_hosts))
     if policy.ocm.enabled:
         gates.check_resolved(cv.version, policy)
-        collisions.merge(built, ocmobjects.build(ctx, cv, deployable))
-    flux_objs = flux.build(ctx, src, mutation)
+        collisions.merge(built, ocmobjects.build(ctx, cv, deployable), "spec.component")
+    flux_objs = collisions.Objects()
+    collisions.merge(flux_objs, flux.build(ctx, src, mutation), "spec.deploy")
     release_key = flux.key_release(flavour)
 
-    planned = usages.build(ctx, {**built, **flux_objs}, release_key, namespaces.key_deploy())
+    everything = built.copy()
+    collisions.merge(everything, flux_objs)
+    planned = usages.build(ctx, everything, release_key, namespaces.key_deploy())
+    usage_source = {u.key: f"the Usage keeping {u.of_key}" for u in planned}
     # Every object this claim can compose, checked once, whatever is withheld this reconcile:
     # a collision is the same Fatal on the first reconcile as on every later one.
-    candidates = dict(built)
-    collisions.merge(candidates, flux_objs)
-    collisions.merge(candidates, {u.key: u.obj for u in planned})
+    candidates = everything.copy()
+    for u in planned:
+        collisions.merge(candidates, {u.key: u.obj}, usage_source[u.key])
     collisions.check(candidates)
 
     # Namespaces first: nothing goes into a Namespace composed here before it is observed.
-    waits = gates.namespace_waits({**built, **flux_objs}, inp.observed)
-    desired = {k: v for k, v in built.items() if k not in waits}
+    waits = gates.namespace_waits(everything, inp.observed)
+    desired = built.only({k for k in built if k not in waits})
     # Flux deploys once the gate opens and, the first time, once what must outlive it exists.
     gate = gates.ocm_gate(
         policy,
@@ -260,18 +274,21 @@ def compose(inp: CoreInput) -> CoreOutput:
     protected = [k for k, o in built.items() if o["kind"] in usages.PROTECTED_KINDS]
     ready_to_start = not waits and all(k in inp.observed for k in protected)
     plan = gates.plan_flux(flux_objs, inp.observed, gate, ready_to_start)
-    collisions.merge(desired, plan.objects)
+    collisions.merge(desired, plan.objects, "spec.deploy")
     # A Usage is composed once its ``of`` exists and its ``by`` is composed; an observed one stays.
     for u in planned:
         exists = u.of_key in desired and u.of_key in inp.observed
         if u.key in inp.observed or (exists and u.by_key in desired):
-            collisions.merge(desired, {u.key: u.obj})
+            collisions.merge(desired, {u.key: u.obj}, usage_source[u.key])
     for key in gates.namespace_waits(desired, inp.observed):  # a Usage goes where its by lives
         del desired[key]
 
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
     blocked = readiness.first_blocker(desired, ready, inp.observed)
-    notes: list[Note] = list(digest_notes)
+    notes: list[Note] = [
+        Note("Warning", "AmbiguousNamespacePattern", w) for w in inp.admission.warnings
+    ]
+    notes.extend(digest_notes)
     notes.extend(Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings)
     notes.extend(
         Note("Warning", "ConfigDataWarning", w)

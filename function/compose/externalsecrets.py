@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from function.api.claim import RegistryCredential, RemoteRef, SecretData
-from function.compose import names
+from function.compose import collisions, names
 from function.compose.context import Context
 from function.compose.durations import canonical
 from function.errors import InvalidClaim
@@ -124,24 +124,28 @@ def _check_unique_keys(index: int, data: Iterable[SecretData]) -> None:
         first[d.secretKey] = j
 
 
-def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def build(ctx: Context, image_hosts: list[str]) -> collisions.Objects:
+    out = collisions.Objects()
     creds = ctx.spec.credentials
     if creds and creds.repository:
         name = ctx.repository_secret_name
-        out[key_repository()] = _registry_secret(
+        obj = _registry_secret(
             ctx, name, name, ctx.deploy_namespace, creds.repository, [ctx.repository.host.lower()]
         )
+        collisions.merge(out, {key_repository(): obj}, "spec.credentials.repository")
     if creds and creds.pull:
         # image_hosts: only hosts the policy lets receive the pull credential (images.py).
-        for ns in ctx.targets:
-            out[key_pull(ns.name)] = _registry_secret(
+        for i, ns in enumerate(ctx.targets):
+            obj = _registry_secret(
                 ctx,
                 ctx.names.pull_externalsecret(ns.name),
                 ctx.pull_secret_name,
                 ns.name,
                 creds.pull,
                 image_hosts,
+            )
+            collisions.merge(
+                out, {key_pull(ns.name): obj}, f"spec.credentials.pull (spec.namespaces[{i}])"
             )
     for i, s in enumerate(ctx.spec.secrets):
         ns = s.namespace or ctx.primary_namespace
@@ -160,10 +164,11 @@ def build(ctx: Context, image_hosts: list[str]) -> dict[str, dict[str, Any]]:
             ]
         if s.dataFrom:
             spec["dataFrom"] = [{"extract": _remote(d)} for d in s.dataFrom]
-        out[key_service(ns, s.name)] = {
+        obj = {
             "apiVersion": API,
             "kind": "ExternalSecret",
             "metadata": ctx.meta(ctx.names.service_externalsecret(ns, s.name), ns),
             "spec": spec,
         }
+        collisions.merge(out, {key_service(ns, s.name): obj}, f"spec.secrets[{i}]")
     return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from function.compose import names
 from function.compose.context import Context
 from function.compose.durations import canonical
 from function.configdata.deploy import FluxMutation
@@ -109,12 +110,12 @@ def helm_release(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
     }
     if values:
         spec["values"] = values
-    return {
-        "apiVersion": HELM_API,
-        "kind": "HelmRelease",
-        "metadata": ctx.meta(ctx.flux_name, ctx.deploy_namespace),
-        "spec": spec,
-    }
+    meta = ctx.meta(ctx.flux_name, ctx.deploy_namespace)
+    # what a claim choosing a release name looks for (docs/security.md, "Helm release names")
+    meta["labels"][names.LABEL_RELEASE] = names.release_label(
+        ctx.primary_namespace, ctx.release_name
+    )
+    return {"apiVersion": HELM_API, "kind": "HelmRelease", "metadata": meta, "spec": spec}
 
 
 def _pull_secret_patches(ctx: Context) -> list[dict[str, Any]]:

@@ -2,15 +2,17 @@
 
 A claim creates its XR with a random suffix, so names derived from the XR name would change
 if the XR were ever re-created. Crossplane records the claim in ``spec.claimRef`` (legacy
-XRs) and in the ``crossplane.io/claim-*`` labels; only without either do we fall back to
-the XR name (a v2 cluster-scoped XR created directly by ops).
+XRs), which only Crossplane's claim controller writes; only without it do we fall back to
+the XR name (a v2 cluster-scoped XR created directly by ops). The ``crossplane.io/claim-*``
+labels never count: they are plain labels, and whoever writes the XR writes them.
 
 The *tenant* decides which namespaces a composite may reach (docs/security.md, "Tenancy"): a
 claim's tenant is always its own namespace -- nothing the claim writes can change that,
 because Crossplane copies a claim's labels to its XR. A namespaced XR is treated as a claim
 in its namespace (everything on it is the team's, so only ``metadata.namespace`` is
 trusted). An XR without a claim can only be created by ops; its tenant is the value of its
-``sack8s.io/tenant`` label (ops acting for a team), or else its own name.
+``sack8s.io/tenant`` label (ops acting for a team) -- which must name an existing namespace
+that is that tenant's (tenancy.check_xr_tenant) -- or else its own name.
 
 Ownership marks carry the identity as separate fields: the exact claim namespace and name
 in annotations (labels cannot hold a 253-character name), and a 100-bit digest of both in
@@ -39,6 +41,8 @@ class Identity:
     xr_name: str
     is_claim: bool
     tenant: str = ""  # "" only for an XR without a claim whose name is no DNS label: owns nothing
+    tenant_from_label: bool = False  # a claimless XR's tenant named by its sack8s.io/tenant label
+    uid: str = ""  # the XR's metadata.uid: Crossplane's controller reference on what it composed
 
     def parts(self) -> tuple[str, ...]:
         """What names are derived from: the claim namespace and name as separate fields."""
@@ -78,6 +82,19 @@ class Identity:
             and ann.get(names.ANNOTATION_CLAIM_NAMESPACE) == (self.namespace or None)
         )
 
+    def controls(self, obj: Mapping[str, Any] | None) -> bool:
+        """Whether Crossplane's controller reference on ``obj`` names this XR (by uid): the
+        ownership mark of objects composed before the function wrote its own marks. Only
+        Crossplane sets it, and it refuses to apply onto an object another controller holds.
+        """
+        if not self.uid:
+            return False
+        refs = ((obj or {}).get("metadata") or {}).get("ownerReferences") or []
+        return any(
+            isinstance(r, Mapping) and r.get("controller") is True and r.get("uid") == self.uid
+            for r in refs
+        )
+
     def describe(self) -> str:
         return f"claim {self.namespace}/{self.name}" if self.is_claim else f"XR {self.xr_name}"
 
@@ -113,19 +130,23 @@ def identity_of(xr: Mapping[str, Any]) -> Identity:
     meta = xr.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     xr_name = str(meta.get("name") or "")
+    uid = str(meta.get("uid") or "")
     labels = meta.get("labels")
     labels = labels if isinstance(labels, Mapping) else {}
     if meta.get("namespace"):
         ns = str(meta["namespace"])
-        return Identity(ns, xr_name, xr_name, is_claim=True, tenant=ns)
+        return Identity(ns, xr_name, xr_name, is_claim=True, tenant=ns, uid=uid)
     spec = xr.get("spec")
     ref = (spec if isinstance(spec, Mapping) else {}).get("claimRef") or {}
     if isinstance(ref, Mapping) and ref.get("name") and ref.get("namespace"):
         ns = str(ref["namespace"])
-        return Identity(ns, str(ref["name"]), xr_name, is_claim=True, tenant=ns)
-    if labels.get("crossplane.io/claim-name") and labels.get("crossplane.io/claim-namespace"):
-        ns = str(labels["crossplane.io/claim-namespace"])
-        return Identity(
-            ns, str(labels["crossplane.io/claim-name"]), xr_name, is_claim=True, tenant=ns
-        )
-    return Identity("", xr_name, xr_name, is_claim=False, tenant=_xr_tenant(labels, xr_name))
+        return Identity(ns, str(ref["name"]), xr_name, is_claim=True, tenant=ns, uid=uid)
+    return Identity(
+        "",
+        xr_name,
+        xr_name,
+        is_claim=False,
+        tenant=_xr_tenant(labels, xr_name),
+        tenant_from_label=labels.get(LABEL_XR_TENANT) is not None,
+        uid=uid,
+    )

@@ -13,9 +13,12 @@ checks compare the full identity and refuse it.
 
 Composition-resource keys are built so that no two can be equal: fixed keys contain no dot;
 keys for objects that exist per target namespace or per secret join their parts with dots
-(namespace names have none, so ``<kind>.<namespace>.<secret>`` splits one way only). Only
-the target Namespace keys keep their old form, ``namespace-<name>``: changing them would make
-Crossplane delete the team's namespaces on upgrade.
+(namespace names have none, so ``<kind>.<namespace>.<secret>`` splits one way only). A joined
+key that would not fit is replaced by a form that is *longer than any joined key* (a cut
+prefix plus a 100-bit hash of the parts, exactly 253 characters), so the two forms never
+meet. Target Namespace keys are ``namespace-<name>``, never cut (a namespace name has at most
+63 characters); the old cut form survives only for a Namespace observed under it
+(namespaces.py), because a changed key makes Crossplane delete the object.
 """
 
 from __future__ import annotations
@@ -39,11 +42,19 @@ LABEL_CLAIM_NAME = "sack8s.io/claim-name"
 LABEL_CLAIM_NAMESPACE = "sack8s.io/claim-namespace"
 LABEL_OWNER = "sack8s.io/owner"
 LABEL_DEPLOY_NAMESPACE = "sack8s.io/deploy-namespace"
+#: On every HelmRelease: the (target namespace, release name) it installs, hashed, so a claim
+#: that chooses a release name finds another claim's release of that name (security.md).
+LABEL_RELEASE = "sack8s.io/release"
 ANNOTATION_CLAIM_NAME = "sack8s.io/claim-name"
 ANNOTATION_CLAIM_NAMESPACE = "sack8s.io/claim-namespace"
 MANAGED_BY = "function-sack8s"
 
 _DOMAIN = "sack8s/names/v2"
+
+
+def release_label(target_namespace: str, release_name: str) -> str:
+    """The :data:`LABEL_RELEASE` value of one Helm release (its target namespace and name)."""
+    return digest("release", target_namespace, release_name)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -95,21 +106,31 @@ def label_value(text: str) -> str:
     return hashed(clean, digest("label", text), LABEL_VALUE_MAX)
 
 
+KEY_JOINED_MAX = SUBDOMAIN_MAX - HASH_CHARS - 1  # 232: longer joined keys are hashed
+
+
 def key(*parts: str) -> str:
     """A composition-resource key: a lowercase RFC 1123 subdomain, parts joined with dots.
 
     Callers pass a fixed kind word first and then names that are DNS labels (namespaces) or
-    subdomains (secret names, last): the join is injective. A key longer than 253 characters
-    (a very long secret name) is cut with a 100-bit hash; core.py refuses any duplicate.
+    subdomains (secret names, last): the join is injective. A join longer than
+    ``KEY_JOINED_MAX`` becomes its first 232 characters, ``-`` and a 100-bit hash of the
+    parts: always exactly 253 characters, so it can never equal a joined key (at most 232),
+    and two hashed keys are equal only if SHA-256 cut to 100 bits collides.
     """
     joined = ".".join(parts)
-    if len(joined) <= SUBDOMAIN_MAX:
+    if len(joined) <= KEY_JOINED_MAX:
         return joined
-    return f"{joined[: SUBDOMAIN_MAX - HASH_CHARS - 1].rstrip('.-')}-{digest('key', *parts)}"
+    head = joined[:KEY_JOINED_MAX]
+    if not head[-1].isalnum():  # keep it a subdomain: no label may end in '-' or '.'
+        head = head[:-1] + "x"
+    return f"{head}-{digest('key', *parts)}"
 
 
 def legacy_key(kind: str, name: str) -> str:
-    """``<kind>-<name>`` cut to 63 as before (target Namespace keys only)."""
+    """``<kind>-<name>`` cut to 63 with a 32-bit hash, as releases before issue 30 did: only
+    to recognise a Namespace observed under it (namespaces.py), never for a new object.
+    """
     clean = re.sub(r"[^a-z0-9-]+", "-", f"{kind}-{name}".lower()).strip("-") or "x"
     return fit(clean, 63)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from function.compose import names, tenancy
+from function.compose import collisions, names, tenancy
 from function.compose.context import Context
 
 PSA_PREFIX = "pod-security.kubernetes.io/"
@@ -23,11 +23,39 @@ def key_deploy() -> str:
     return "deploy-namespace"
 
 
-def key_target(name: str) -> str:
-    # The old key form on purpose: a changed key would make Crossplane delete the team's
-    # namespace on upgrade. A target namespace is a DNS label, so it can never equal
-    # key_deploy() (which no longer starts with "namespace-").
-    return names.legacy_key("namespace", name)
+def key_target(name: str, observed: Mapping[str, Any] | None = None) -> str:
+    """``namespace-<name>``, never cut: one key per namespace name, by construction.
+
+    Releases before issue 30 cut keys of names over 53 characters to 63 with a 32-bit hash
+    (two such names could share one key). A Namespace still observed under its old key keeps
+    it -- a changed key makes Crossplane delete the object -- but only when the object there
+    *is* that Namespace (kind and name); a key that merely exists proves nothing. A target
+    namespace is a DNS label, so no key here equals key_deploy().
+    """
+    fresh = f"namespace-{name}"
+    old = names.legacy_key("namespace", name)
+    if old != fresh and observed is not None and is_object(observed.get(old), "Namespace", name):
+        return old
+    return fresh
+
+
+def is_object(obj: Any, kind: str, name: str) -> bool:
+    """Whether ``obj`` is the ``kind`` named ``name`` (the identity part of ownership proof)."""
+    if not isinstance(obj, Mapping) or obj.get("kind") != kind:
+        return False
+    meta = obj.get("metadata")
+    return isinstance(meta, Mapping) and meta.get("name") == name
+
+
+def observed_own(ctx: Context, observed: Mapping[str, Any], key: str, kind: str, name: str) -> bool:
+    """The object observed under ``key`` is this claim's ``kind`` ``name``: kind and name
+    agree, and so do all ownership marks (owner label, claim namespace and name annotations)
+    -- or, for an object composed before the function wrote them, Crossplane's controller
+    reference names this XR. Anything less -- a key that exists, an object of another name
+    under it -- proves nothing.
+    """
+    obj = observed.get(key)
+    return is_object(obj, kind, name) and (ctx.identity.owns(obj) or ctx.identity.controls(obj))
 
 
 def _namespace(ctx: Context, name: str, extra: Mapping[str, str]) -> dict[str, Any]:
@@ -47,27 +75,46 @@ def build(
     ctx: Context,
     existing: Mapping[str, Mapping[str, Any] | None],
     observed: Mapping[str, Any],
-) -> dict[str, dict[str, Any]]:
+) -> collisions.Objects:
     """Namespace objects by composition-resource name.
 
     ``existing`` maps a namespace name to the live object read as a required resource (None
     when it does not exist, missing when not yet known); ``observed`` holds what this XR
-    already composes, which always counts as ours.
+    already composes: an object there counts as ours only with proof (:func:`observed_own`).
+    Every object goes through ``collisions.merge``: two targets whose keys met would be one
+    Fatal naming both, never one Namespace written over another.
     """
-    tenancy.check_live(ctx.spec, ctx.policy, ctx.identity, existing, set(observed), key_target)
-    out: dict[str, dict[str, Any]] = {}
+    keys = {ns.name: key_target(ns.name, observed) for ns in ctx.targets}
+    proven = {
+        ns.name
+        for ns in ctx.targets
+        if observed_own(ctx, observed, keys[ns.name], "Namespace", ns.name)
+    }
+    tenancy.check_xr_tenant(ctx.identity, ctx.policy, existing)
+    tenancy.check_live(ctx.spec, ctx.policy, ctx.identity, existing, proven)
+    out = collisions.Objects()
     if ctx.owns_deploy_namespace:
         tenancy.check_deploy_namespace(
             ctx.identity,
             ctx.deploy_namespace,
             existing.get(ctx.deploy_namespace),
-            observed=key_deploy() in observed,
+            observed=observed_own(ctx, observed, key_deploy(), "Namespace", ctx.deploy_namespace),
         )
-        out[key_deploy()] = _namespace(
-            ctx, ctx.deploy_namespace, {names.LABEL_DEPLOY_NAMESPACE: "true"}
+        collisions.merge(
+            out,
+            {
+                key_deploy(): _namespace(
+                    ctx, ctx.deploy_namespace, {names.LABEL_DEPLOY_NAMESPACE: "true"}
+                )
+            },
+            "the deploy namespace",
         )
     tenant = {ctx.policy.namespaces.tenantLabel: ctx.identity.tenant}
-    for ns in ctx.targets:
+    for i, ns in enumerate(ctx.targets):
         if ns.mode != "existing":
-            out[key_target(ns.name)] = _namespace(ctx, ns.name, tenant)
+            collisions.merge(
+                out,
+                {keys[ns.name]: _namespace(ctx, ns.name, tenant)},
+                f"spec.namespaces[{i}]",
+            )
     return out

@@ -6,15 +6,19 @@ covers the claim's identity, the object's role, and the namespace or secret the 
 for. So every object of one apiVersion and kind has its own name, whatever its namespace
 (Crossplane v2.2.4 sorts resourceRefs namespace-blind and loops otherwise), and no two claims
 share one. Names stay within 63 characters (the Flux objects' names end up in labels), the
-Helm release name within 53.
+Helm release name within 53; that one is the claim's own name where that cannot collide
+(:meth:`ObjectNames.release`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from function.compose import names
 from function.compose.identity import Identity
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,29 @@ class ObjectNames:
         return names.hashed(
             self.identity.name, self.identity.digest("deployment"), names.RELEASE_NAME_MAX
         )
+
+    def release(self, target_namespace: str) -> str:
+        """The Helm release name when the claim names none: the claim's own name where no other
+        claim can deploy a release of that name into ``target_namespace``, else
+        :attr:`deployment` (docs/security.md, "Helm release names").
+
+        Readable for a claim (or namespaced XR) whose release goes into a namespace other than
+        its own: such a namespace belongs to exactly one tenant (its label, or the name pattern
+        while it is free), whose claims all live in one namespace and so have distinct names.
+        Hashed for a release into the claim's own namespace (ops may hand that namespace to
+        another tenant too, whose claims could share the name), for an XR without a claim (its
+        name may equal a claim's of the tenant it acts for), and for a name that is no DNS
+        label of at most 53 characters.
+        """
+        name = self.identity.name
+        if (
+            self.identity.is_claim
+            and target_namespace != self.identity.namespace
+            and len(name) <= names.RELEASE_NAME_MAX
+            and _DNS_LABEL.fullmatch(name)
+        ):
+            return name
+        return self.deployment
 
     def usage(self, key: str, of_kind: str) -> str:
         return names.hashed(

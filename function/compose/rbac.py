@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from function.api.claim import PolicyRule
-from function.compose import names
+from function.compose import collisions, names
 from function.compose.context import Context
 
 _RBAC = "rbac.authorization.k8s.io/v1"
@@ -74,29 +74,33 @@ def _role_pair(
     return role, binding
 
 
-def build(ctx: Context) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {
-        key_serviceaccount(): {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": ctx.meta(ctx.deployer_name, ctx.deploy_namespace),
-            "automountServiceAccountToken": False,
-        }
-    }
+def build(ctx: Context) -> collisions.Objects:
+    out = collisions.objects(
+        (
+            key_serviceaccount(),
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": ctx.meta(ctx.deployer_name, ctx.deploy_namespace),
+                "automountServiceAccountToken": False,
+            },
+            "the deployer",
+        )
+    )
     rules = [_rule(r) for r in ctx.policy.rbac.deployerRules]
     extra = [_rule(r) for r in (ctx.spec.rbac.extraRules if ctx.spec.rbac else [])]
     helm = ctx.flavour == "helm"
     storage = ctx.helm_storage_namespace
-    for ns in ctx.targets:
+    for i, ns in enumerate(ctx.targets):
         granted = rules + extra
         if helm and ns.name == storage and storage_rule() not in granted:
             granted = [*granted, storage_rule()]
         role, binding = _role_pair(ctx, ctx.names.role(ns.name), ns.name, granted)
-        out[key_role(ns.name)] = role
-        out[key_rolebinding(ns.name)] = binding
+        where = f"spec.namespaces[{i}]"
+        collisions.merge(out, {key_role(ns.name): role, key_rolebinding(ns.name): binding}, where)
     if helm and storage == ctx.deploy_namespace:
         # Helm keeps release state as Secrets in storageNamespace: the per-claim deploy namespace.
         role, binding = _role_pair(ctx, ctx.names.helm_storage_role, storage, [storage_rule()])
-        out[key_role(None)] = role
-        out[key_rolebinding(None)] = binding
+        where = "Helm's release storage"
+        collisions.merge(out, {key_role(None): role, key_rolebinding(None): binding}, where)
     return out

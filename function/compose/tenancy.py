@@ -8,37 +8,42 @@ one of two rules, neither of which a hyphen can fool:
   labelling them, the function labels the namespaces a claim creates, and a team holding
   ``edit`` cannot change a Namespace's labels. Exact string equality: ``team`` is not
   ``team-a``.
-- it does not exist yet and its name matches the policy's ``tenantPattern``; the default,
-  ``<tenant>--<suffix>`` with no ``--`` in the suffix, splits every name at its *last*
-  ``--``, so each name has exactly one tenant (``team-a--web`` is ``team-a``'s, never
-  ``team``'s).
+- it does not exist yet and its name matches the policy's ``tenantPattern``: always
+  ``{claimNamespace}`` first, then nothing or the separator ``--`` (:func:`pattern_ambiguity`
+  refuses any other pattern unless ops accept it), and no tenant containing ``--`` creates by
+  pattern -- so a name's tenant is everything before its first ``--``, exactly one
+  (``team-a--web`` is ``team-a``'s, never ``team``'s).
 
 What each mode may touch follows: ``existing`` only a namespace that exists and is the
 tenant's; ``create`` only a free name in the tenant's pattern (or a namespace this claim
 already owns); ``adopt`` (where ops allow it) only an existing namespace of the tenant that no
 other claim owns and that is not the claim's own namespace (adopting means deleting with the
 claim) -- or, for a free name, what ``create`` may. Names matching the deploy-namespace pattern
-are reserved: no claim may create or use them, so none can squat a deploy namespace another
-claim will need.
+are reserved in every mode: no claim may create or use them, so none can squat a deploy
+namespace another claim will need.
 
 The checks that need only names (forbidden, reserved, the deploy namespace, the claim's own
 namespace) run at admission, before anything is fetched; those that need the live Namespace
 (read as a required resource) or what this XR already composes run when the Namespaces are
 composed -- including the tenant pattern, so a namespace an earlier release created for the
-claim under other rules stays the claim's (upgrades), while any *new* name must fit.
+claim under other rules stays the claim's (upgrades) when that is *proven* (its marks, or
+Crossplane's controller reference, on the object itself: namespaces.observed_own), while any
+*new* name must fit.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
+import re._constants as _c
 from collections.abc import Mapping
+from re import _parser
 from typing import Any
 
 from function.api.claim import Spec
 from function.api.policy import DEFAULT_FORBIDDEN, Policy
 from function.compose import names
-from function.compose.identity import Identity, owner_of
+from function.compose.identity import LABEL_XR_TENANT, Identity, owner_of
 from function.errors import InvalidClaim, InvalidPolicy, PolicyViolation
 
 
@@ -53,6 +58,107 @@ def compiled(pattern: str, identity: Identity, field: str) -> re.Pattern[str]:
         raise InvalidPolicy(field, f"is not a valid regular expression: {e}") from None
 
 
+SEPARATOR = "--"
+_MARK = "\x00"  # stands for {claimNamespace} while a pattern is parsed
+
+
+def _starts(seq: list[Any], text: str) -> bool:
+    """Whether every string the parsed regex ``seq`` matches starts with ``text`` (a sound
+    under-approximation: anything it cannot decide is False).
+    """
+    if not text:
+        return True
+    if not seq:
+        return False
+    op, av = seq[0]
+    if op is _c.LITERAL:
+        return chr(av) == text[0] and _starts(seq[1:], text[1:])
+    if op is _c.SUBPATTERN:
+        return _starts([*av[-1], *seq[1:]], text)
+    if op is _c.BRANCH:
+        return all(_starts([*b, *seq[1:]], text) for b in av[1])
+    if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT) and av[0] >= 1:
+        return _starts(list(av[2]), text)
+    return False
+
+
+def pattern_ambiguity(pattern: str, *, required: bool) -> str | None:
+    """Why ``pattern`` could let one namespace name fit two tenants (None: it cannot).
+
+    Unambiguous means: ``{claimNamespace}`` exactly once, at the very start of every match,
+    followed by nothing or by the separator ``--``. Tenants never contain ``--`` where names
+    are created by pattern (:func:`check_live`), so a name's tenant is everything before its
+    first ``--``: exactly one. The check reads the parsed regex and accepts only what it can
+    prove; ``required``: the pattern must mention ``{claimNamespace}`` (tenantPattern).
+    """
+    count = pattern.count("{claimNamespace}")
+    example = "'^{claimNamespace}(--[a-z0-9]+(-[a-z0-9]+)*)?$'"
+    if count == 0:
+        if not required:
+            return None
+        return (
+            "does not contain {claimNamespace}, so every tenant may create the same names "
+            f"(write it as {example})"
+        )
+    if count > 1:
+        return "contains {claimNamespace} more than once"
+    text = pattern.replace("{claimNamespace}", _MARK).replace("{claimName}", "x")
+    try:
+        items = list(_parser.parse(text))
+    except re.error:
+        return None  # not a regex at all: compiled() names that error
+    while items and items[0] in ((_c.AT, _c.AT_BEGINNING), (_c.AT, _c.AT_BEGINNING_STRING)):
+        items = items[1:]
+    if not items or items[0] != (_c.LITERAL, 0):
+        return (
+            "does not start with {claimNamespace}, so a name's tenant is not its first part "
+            f"and one name can fit two tenants (write it as {example})"
+        )
+    rest = items[1:]
+    while rest and rest[-1] in ((_c.AT, _c.AT_END), (_c.AT, _c.AT_END_STRING)):
+        rest = rest[:-1]
+    if not rest or _starts(rest, SEPARATOR):
+        return None
+    op, av = rest[0]
+    if (
+        len(rest) == 1
+        and op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT)
+        and (av[0], av[1]) == (0, 1)
+        and _starts(list(av[2]), SEPARATOR)
+    ):
+        return None
+    return (
+        f"does not follow {{claimNamespace}} with the separator {SEPARATOR!r}, so tenant 'team' "
+        f"could create names of tenant 'team-a' ('team-a-x' fits both; write it as {example})"
+    )
+
+
+def ambiguity_warnings(policy: Policy) -> list[str]:
+    """Refuse an ambiguous tenantPattern or allowPattern, or -- where ops accepted it with
+    ``namespaces.acceptAmbiguousPattern`` -- the Warning every claim carries.
+    """
+    out = []
+    nsp = policy.namespaces
+    for field, pattern, required in (
+        ("namespaces.tenantPattern", nsp.tenantPattern, True),
+        ("namespaces.allowPattern", nsp.allowPattern, False),
+    ):
+        problem = pattern_ambiguity(pattern, required=required)
+        if problem is None:
+            continue
+        if not nsp.acceptAmbiguousPattern:
+            raise InvalidPolicy(
+                field,
+                f"{pattern[:120]!r} {problem}; set namespaces.acceptAmbiguousPattern: true to "
+                "accept it anyway (every claim then carries a Warning)",
+            )
+        out.append(
+            f"input {field}: {pattern[:120]!r} {problem}; accepted by "
+            "namespaces.acceptAmbiguousPattern, so namespace names may be shared between tenants"
+        )
+    return out
+
+
 def forbidden_pattern(policy: Policy, name: str) -> str | None:
     for pattern in [*DEFAULT_FORBIDDEN, *policy.namespaces.forbidden]:
         if fnmatch.fnmatchcase(name, pattern):
@@ -61,9 +167,12 @@ def forbidden_pattern(policy: Policy, name: str) -> str | None:
 
 
 def reserved_pattern(policy: Policy) -> str | None:
-    """The deploy-namespace pattern as a glob (``sack8s-*``): names no claim may target."""
-    if policy.deployNamespace.shared:
-        return None
+    """The deploy-namespace pattern as a glob (``sack8s-*``): names no claim may target.
+
+    Reserved in every mode, ``deployNamespace.shared`` included: another Composition in the
+    same cluster may use per-claim deploy namespaces, and a name squatted here would make it
+    refuse its claim.
+    """
     return policy.deployNamespace.pattern.replace("{claim}", "*")
 
 
@@ -72,12 +181,15 @@ def is_home(identity: Identity, name: str) -> bool:
     return identity.is_claim and name == identity.namespace
 
 
-def check_names(spec: Spec, policy: Policy, identity: Identity, deploy_ns: str) -> None:
-    """Everything decidable from names alone, for every target namespace."""
+def check_names(spec: Spec, policy: Policy, identity: Identity, deploy_ns: str) -> list[str]:
+    """Everything decidable from names alone, for every target namespace; returns the
+    Warnings of an ambiguous pattern ops accepted.
+    """
     allow = compiled(policy.namespaces.allowPattern, identity, "namespaces.allowPattern")
     compiled(
         policy.namespaces.tenantPattern, identity, "namespaces.tenantPattern"
     )  # a bad policy fails first
+    warnings = ambiguity_warnings(policy)
     reserved = reserved_pattern(policy)
     seen: set[str] = set()
     for i, ns in enumerate(spec.namespaces):
@@ -115,12 +227,22 @@ def check_names(spec: Spec, policy: Policy, identity: Identity, deploy_ns: str) 
                 f"namespace {ns.name!r} is the claim's own namespace: only mode existing may "
                 "use it",
             )
+    return warnings
 
 
 def _not_in_space(name: str, identity: Identity, policy: Policy) -> str:
     return (
         f"namespace {name!r} is not a name tenant {identity.tenant or '(none)'!r} may create "
         f"(namespaces.tenantPattern {policy.namespaces.tenantPattern!r})"
+    )
+
+
+def _separator_tenant(name: str, identity: Identity, policy: Policy) -> str:
+    return (
+        f"namespace {name!r} cannot be created: tenant {identity.tenant!r} contains the "
+        f"separator {SEPARATOR!r}, so every name in its pattern would also be tenant "
+        f"{identity.tenant.split(SEPARATOR)[0]!r}'s; ops create the namespace and label it "
+        f"{policy.namespaces.tenantLabel}={identity.tenant}, then the claim uses mode existing"
     )
 
 
@@ -156,18 +278,20 @@ def check_live(
     policy: Policy,
     identity: Identity,
     existing: Mapping[str, Mapping[str, Any] | None],
-    observed_keys: set[str],
-    key_of: Any,
+    proven: set[str],
 ) -> None:
     """The checks that need the live Namespace; ``existing`` maps a name to the object (None:
-    it does not exist; missing: not known yet). Composed earlier (observed) counts as ours.
+    it does not exist; missing: not known yet). ``proven``: the names this XR composed before
+    *with proof* -- the Namespace observed under its key has that name and this claim's full
+    ownership marks (namespaces.observed_own); a live Namespace carrying them counts too.
+    Anything else is checked as a new name.
     """
     tenant_names = compiled(policy.namespaces.tenantPattern, identity, "namespaces.tenantPattern")
     for i, ns in enumerate(spec.namespaces):
         where = f"spec.namespaces[{i}]"
         live = existing.get(ns.name)
         known = ns.name in existing
-        ours = key_of(ns.name) in observed_keys or identity.owns(live)
+        ours = ns.name in proven or identity.owns(live)
         if ns.mode == "existing":
             if not known:
                 continue
@@ -186,6 +310,8 @@ def check_live(
         if ours:  # composed for this claim before (under whatever rules held then): still ours
             continue
         if live is None:  # a free name (or not known yet): only what the tenant may create
+            if SEPARATOR in identity.tenant:
+                raise PolicyViolation(f"{where}.name", _separator_tenant(ns.name, identity, policy))
             if not tenant_names.fullmatch(ns.name):
                 raise PolicyViolation(f"{where}.name", _not_in_space(ns.name, identity, policy))
             continue
@@ -210,6 +336,32 @@ def check_live(
                 where,
                 f"namespace {ns.name!r} is owned by another claim ({other}); it cannot be adopted",
             )
+
+
+def check_xr_tenant(
+    identity: Identity, policy: Policy, existing: Mapping[str, Mapping[str, Any] | None]
+) -> None:
+    """A claimless XR's ``sack8s.io/tenant`` label must name a namespace that exists and is
+    that tenant's: not forbidden, not a deploy namespace, not labelled for another tenant.
+    A label alone never makes a tenant (defence in depth: only ops create such XRs).
+    """
+    if not identity.tenant_from_label:
+        return
+    name, where = identity.tenant, f"metadata.labels[{LABEL_XR_TENANT}]"
+    hit = forbidden_pattern(policy, name)
+    if hit:
+        raise PolicyViolation(where, f"tenant {name!r} is forbidden by policy (matches {hit!r})")
+    if name not in existing:
+        return  # not read yet (requirements.py asks for it)
+    live = existing[name]
+    if live is None:
+        raise PolicyViolation(where, f"tenant namespace {name!r} does not exist")
+    labels = _labels(live)
+    other = labels.get(policy.namespaces.tenantLabel)
+    if labels.get(names.LABEL_DEPLOY_NAMESPACE) or (other is not None and other != name):
+        raise PolicyViolation(
+            where, f"namespace {name!r} is not tenant {name!r}'s: {_whose(live, policy)}"
+        )
 
 
 def check_deploy_namespace(

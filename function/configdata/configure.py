@@ -36,13 +36,17 @@ import referencing
 import referencing.exceptions
 from jsonschema.exceptions import SchemaError
 
+from function import budgets
 from function.cache import memo
 from function.configdata import expressions as spiff
+from function.configdata import schemabudget
 from function.configdata.findings import Finding
 from function.configdata.model import ConfigData
 from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
+from function.configdata.suggestions import did_you_mean, similar_keys
 from function.errors import InvalidConfigData, InvalidValues, SackError, UnsupportedRule
+from function.yamlio import MAX_EXPANDED_TEXT, YamlError, check_expansion
 
 MAX_ERRORS = 5
 SchemaViolations = Literal["Fatal", "Warning"]
@@ -84,8 +88,46 @@ def _message(err: jsonschema.ValidationError) -> str:
         msg = msg.replace(full, _short(err.instance))
     if len(msg) > 300:
         msg = msg[:297] + "..."
+    hint = _hint(err)
+    if hint:
+        msg = f"{msg}: {hint}"
     rule = "/".join(str(p) for p in err.schema_path)
     return f"{msg} (schema rule {rule})" if rule else msg
+
+
+def _hint(err: jsonschema.ValidationError) -> str:
+    """Did you mean: for the violations a typo causes: a key the schema does not have
+    (``additionalProperties``/``unevaluatedProperties`` false), an ``enum`` value, a
+    ``required`` key spelt otherwise. Computed from the error and its (sub)schema only, never
+    by evaluating anything again (no pattern is matched here: with ``patternProperties`` the
+    keys those patterns allow are unknown, so no suggestion is made).
+    """
+    schema = err.schema if isinstance(err.schema, Mapping) else {}
+    instance = err.instance
+    if err.validator in ("additionalProperties", "unevaluatedProperties"):
+        props = schema.get("properties")
+        if not isinstance(instance, Mapping) or not isinstance(props, Mapping):
+            return ""
+        if schema.get("patternProperties") or err.validator_value is not False:
+            return ""
+        return did_you_mean([k for k in instance if k not in props], props)
+    if (
+        err.validator == "enum"
+        and isinstance(instance, str)
+        and isinstance(err.validator_value, list)
+    ):
+        return did_you_mean([instance], err.validator_value)
+    if err.validator == "required" and isinstance(instance, Mapping):
+        missing = [k for k in err.validator_value or () if k not in instance]
+        props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+        given = [k for k in instance if k not in props]
+        hints = []
+        for m in missing:
+            for g in given:
+                if similar_keys(g, [m]):
+                    hints.append(f"{g!r} is given: did you mean {m!r}?")
+        return "; ".join(hints[:3])
+    return ""
 
 
 def validator_for(schema: Any) -> jsonschema.protocols.Validator:
@@ -103,6 +145,15 @@ def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
             SCHEMA_WHERE, f"must be a JSON Schema object, got {type(schema).__name__}"
         )
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    refused = schemabudget.check_regexes(schema)
+    if refused is not None:
+        at, e = refused
+        raise InvalidConfigData(
+            SCHEMA_WHERE,
+            f"the regular expression at {'/'.join(map(str, at))} ({e.pattern[:60]!r}) cannot run "
+            f"on a linear-time engine (RE2: {e.reason}); backreferences and lookaround are not "
+            "supported",
+        )
     try:
         cls.check_schema(schema)
     except SchemaError as e:
@@ -113,7 +164,7 @@ def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
     # An empty registry: a `$ref` may point inside the schema only. Without it jsonschema
     # would fetch http(s):// and file:// references, letting a ConfigData author make the
     # function reach any host (past the registry allowlist) or read its own files.
-    return cls(schema, registry=referencing.Registry())
+    return schemabudget.bounded(cls)(schema, registry=referencing.Registry())
 
 
 def violations(validator: Any, instance: Any, *, label: str, skip_required: bool) -> list[str]:
@@ -121,14 +172,25 @@ def violations(validator: Any, instance: Any, *, label: str, skip_required: bool
     (``label.path: message (schema rule …)``).
     """
     try:
-        errors = sorted(
-            (
-                e
-                for e in validator.iter_errors(instance)
-                if not (skip_required and e.validator == "required")
-            ),
-            key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)),
-        )
+        with schemabudget.Budget() as budget:
+            errors = sorted(
+                (
+                    e
+                    for e in validator.iter_errors(instance)
+                    if not (skip_required and e.validator == "required")
+                ),
+                key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)),
+            )
+    except schemabudget.StepBudgetExceeded:
+        raise InvalidConfigData(
+            SCHEMA_WHERE,
+            f"checking {label} takes more than {budget.steps} schema steps (the schema-steps "
+            "budget; nested anyOf/oneOf/$ref?)",
+        ) from None
+    except schemabudget.RegexRefused as e:  # pragma: no cover - check_regexes found them all
+        raise InvalidConfigData(
+            SCHEMA_WHERE, f"the regular expression {e.pattern[:60]!r} cannot run on RE2: {e.reason}"
+        ) from None
     except RecursionError:
         raise InvalidConfigData(
             SCHEMA_WHERE, "has a $ref cycle (a reference that resolves to itself)"
@@ -367,6 +429,41 @@ def _project(user: Any, merged: Any) -> Any:
     return merged
 
 
+def _bounded_output(subs: list[Substitution], merged: Any) -> None:
+    """Refuse a configuration whose evaluated values expand past the expression-nodes budget.
+
+    Evaluation shares results (a value referred to twice is one object), so 30 defaults that
+    each refer to the previous one twice evaluate fast, but the values written into the
+    HelmRelease or the patches would hold 2^30 nodes. Counted as written, and stopped at the
+    budget.
+    """
+    limit = budgets.current().expression_nodes
+    try:
+        check_expansion(
+            [*(s.value for s in subs), merged],
+            "",
+            max_nodes=limit,
+            max_depth=MAX_OUTPUT_DEPTH,
+            max_text=MAX_EXPANDED_TEXT,
+        )
+    except YamlError as e:
+        detail = (
+            e.message.removeprefix("document ")
+            .replace(" (YAML alias bomb?)", "")
+            .replace("expands", "expand")
+            .replace("nests", "nest")
+        )
+        raise InvalidConfigData(
+            "ConfigData configuration",
+            f"the evaluated values (every rule's value, and defaults + values) {detail} as "
+            "written (the expression-nodes budget: expressions referring to one value many "
+            "times?)",
+        ) from None
+
+
+MAX_OUTPUT_DEPTH = 100
+
+
 def configure(
     cd: ConfigData,
     values: Mapping[str, Any] | None,
@@ -382,6 +479,7 @@ def configure(
     run = _Run(cd, values)
     subs, _ = run.substitutions()
     merged, findings = run.evaluated_values()
+    _bounded_output(subs, merged)
     if conf.schema_ is not None:
         v = validator_for(conf.schema_)
         problems = violations(v, _project(run.user, merged), label="values", skip_required=True)

@@ -19,19 +19,20 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from function import budgets
 from function.cache import active_memos, approx_size, digest, files_digest
 from function.configdata import helm, kustomize
 from function.configdata.configure import SchemaViolations
 from function.configdata.engine import plan
 from function.configdata.localize import ImagePairDefect, image_pair_defects
-from function.configdata.model import parse_configdata
+from function.configdata.model import DUPLICATE_KEY, parse_configdata
 from function.configdata.paths import format_path
 from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution
 from function.configdata.suggestions import suggestion_for
-from function.configdata.unused import unused_values
+from function.configdata.unused import unused_hint, unused_values
 from function.configdata.yamlfile import YamlFile, apply, load_file
-from function.errors import SackError
+from function.errors import InvalidConfigData, SackError
 from function.ocm.access import ImageTable, image_table
 from function.ocm.model import ComponentVersion
 from function.yamlio import YamlError, load_one
@@ -61,6 +62,7 @@ class FluxMutation:
     warnings: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()  # rules that address files outside this deployable, with why
     unused_values: tuple[str, ...] = ()  # claim value paths no applied configuration rule consumes
+    unused_hint: str = ""  # "did you mean" for unused keys the ConfigData does not know
     # Applied localization values no repository:tag template can use; the policy decides
     # whether they are Fatal or Warnings (configData.imagePairs), so they are not in warnings.
     image_pair_defects: tuple[ImagePairDefect, ...] = ()
@@ -86,6 +88,8 @@ class MutationInput:
     images: ImageTable | None = None
     configdata_name: str = "ConfigData"
     schema_violations: SchemaViolations = "Fatal"
+    duplicate_keys: Literal["Warning", "Fatal"] = "Warning"  # configData.duplicateKeys
+    deployable: str = ""  # the deployable's resource name, for errors in its files only
 
 
 def _trace(change: Change) -> Trace:
@@ -185,6 +189,7 @@ def _memo_key(inp: MutationInput) -> Hashable | None:
         component.descriptor_digest,
         component.repository,
         inp.schema_violations,
+        inp.duplicate_keys,
     )
 
 
@@ -222,6 +227,7 @@ def _size(m: FluxMutation) -> int:
         + approx_size(list(m.warnings))
         + approx_size(list(m.skipped))
         + approx_size(list(m.unused_values))
+        + len(m.unused_hint)
         + sum(300 + len(d.message) for d in m.image_pair_defects)
     )
 
@@ -230,16 +236,30 @@ def _checked(inp: MutationInput) -> FluxMutation:
     try:
         return _mutation(inp)
     except SackError as e:
-        # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource.
-        name = inp.configdata_name
-        if name != "ConfigData" and e.where.startswith("ConfigData "):
-            raise type(e)(name + e.where[len("ConfigData") :], e.message) from None
-        raise
+        # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource,
+        # and the component: one replica serves every tenant, so the operator reading the
+        # error must learn whose content it is.
+        name, where, message = inp.configdata_name, e.where, e.message
+        if name != "ConfigData" and where.startswith("ConfigData ") and not where.startswith(name):
+            where = name + where[len("ConfigData") :]
+        cv = inp.component
+        if cv.name and cv.name not in where and cv.name not in message:
+            message = f"{message} (component {cv.name}:{cv.version})"
+        if (where, message) == (e.where, e.message):
+            raise
+        raise type(e)(where, message, reason=e.reason) from None
 
 
 def _mutation(inp: MutationInput) -> FluxMutation:
     flavour, files, configdata_name = inp.flavour, inp.files, inp.configdata_name
     cd = parse_configdata(inp.configdata, configdata_name)
+    if inp.duplicate_keys == "Fatal":
+        dups = [f for f in cd.findings if f.code == DUPLICATE_KEY]
+        if dups:
+            raise InvalidConfigData(
+                configdata_name,
+                "; ".join(f.message.removeprefix(f"{configdata_name}: ") for f in dups[:3]),
+            )
     p = plan(
         cd,
         component=inp.component,
@@ -257,9 +277,11 @@ def _mutation(inp: MutationInput) -> FluxMutation:
     applied_subs: list[Substitution] = []
     skipped: list[str] = []
     hints: list[str] = []
+    checked = 0
     what = "chart" if flavour == "helm" else "Kustomize directory"
 
     for sub in p.substitutions:
+        budgets.check_cpu()
         if sub.file not in files:
             skipped.append(
                 f"ConfigData {sub.rule}.{sub.field}: file {sub.file} is not in the {what}"
@@ -268,9 +290,10 @@ def _mutation(inp: MutationInput) -> FluxMutation:
         f = loaded.get(sub.file)
         if f is None:
             try:
-                f = loaded[sub.file] = load_file(files[sub.file], sub.file)
+                f = loaded[sub.file] = load_file(files[sub.file], sub.file, round_trip=False)
             except YamlError as e:
-                raise YamlError(sub.where, e.message) from None
+                owner = f"resource {inp.deployable}" if inp.deployable else f"the {what}"
+                raise YamlError(sub.where, f"{e.message} (a file of {owner})") from None
         if flavour == "helm":
             role = roles.setdefault(sub.file, helm.file_role(sub.file, f.docs))
             helm.check_substitution(sub, role)
@@ -289,7 +312,10 @@ def _mutation(inp: MutationInput) -> FluxMutation:
             patches.append(kustomize.patch_for(change, doc))
         traces.append(_trace(change))
         applied_subs.append(sub)
-        hint = suggestion_for(f.docs, change)
+        hint = None
+        if change.created and checked < budgets.current().suggestion_keys:
+            checked += 1  # did-you-mean is capped (function.budgets), the rules are not
+            hint = suggestion_for(f.docs, change)
         if hint is not None:
             hints.append(hint.describe(configdata_name))
 
@@ -315,13 +341,15 @@ def _mutation(inp: MutationInput) -> FluxMutation:
             f"{what} (files named: {', '.join(sorted({s.file for s in p.substitutions}))}); "
             "check the rules' file fields"
         )
+    unused = unused_values(cd, inp.values, files=files.keys())
     return FluxMutation(
         helm_values=helm_values,
         kustomize_patches=tuple(patches),
         trace=tuple(traces),
         warnings=tuple(warnings),
         skipped=tuple(skipped),
-        unused_values=unused_values(cd, inp.values, files=files.keys()),
+        unused_values=unused,
+        unused_hint=unused_hint(cd, unused),
         image_pair_defects=image_pair_defects(applied_subs, configdata_name),
     )
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -442,6 +443,8 @@ class _Parser:
                 raise SyntaxProblem(f"{m.group()!r} is not a number") from None
             if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
                 raise SyntaxProblem(f"the integer {m.group()[:30]} is out of range (64 bits)")
+            if isinstance(value, float) and not math.isfinite(value):
+                raise SyntaxProblem(f"the number {m.group()[:30]} is beyond a 64-bit float")
             return Lit(value), m.end()
         for word, value in (("true", True), ("false", False)):
             if self.at(i, word):
@@ -674,15 +677,13 @@ def arithmetic(op: str, a: Any, b: Any) -> Any:
             )
         return r
     x, y = float(a), float(b)
-    if op == "+":
-        return x + y
-    if op == "-":
-        return x - y
-    if op == "*":
-        return x * y
-    if y == 0.0:
+    if op in ("/", "%") and y == 0.0:
         raise EvalFailed("division by zero")
-    return x / y
+    out = x + y if op == "+" else x - y if op == "-" else x * y if op == "*" else x / y
+    if not math.isfinite(out):
+        # JSON (and Kubernetes) has no Inf: Go would fail to write the result
+        raise EvalFailed(f"{name} overflows a 64-bit float")
+    return out
 
 
 # --------------------------------------------------------------------------- documents

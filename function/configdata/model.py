@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from function.cache import digest, memo
 from function.configdata.findings import Finding
 from function.errors import InvalidConfigData
-from function.yaml11 import Retyped, load_v1
-from function.yamlio import YamlError
+from function.yaml11 import Retyped, read_v1
+from function.yamlio import Duplicate, YamlError
 
 API_VERSION = "config.ocm.software/v1alpha1"
 KIND = "ConfigData"
@@ -194,9 +194,10 @@ def _load_findings(
 
 def _parse_configdata(data: bytes | str, name: str) -> ConfigData:
     try:
-        doc, retyped = load_v1(data, name)
+        read = read_v1(data, name)
     except YamlError as e:
         raise InvalidConfigData(e.where, e.message) from None
+    doc, retyped = read.value, read.retyped
     if not isinstance(doc, dict):
         raise InvalidConfigData(name, f"must be a YAML map, got {type(doc).__name__}")
     try:
@@ -217,5 +218,19 @@ def _parse_configdata(data: bytes | str, name: str) -> ConfigData:
             problems.append(f"{_loc(err['loc'])}: {msg}")
         more = f" (and {e.error_count() - 5} more)" if e.error_count() > 5 else ""
         raise InvalidConfigData(name, "; ".join(problems) + more) from None
-    cd._findings = _load_findings(name, doc, retyped)
+    cd._findings = _load_findings(name, doc, retyped) + tuple(
+        _duplicate_finding(name, d) for d in read.duplicates
+    )
     return cd
+
+
+DUPLICATE_KEY = "DuplicateKey"
+
+
+def _duplicate_finding(name: str, d: Duplicate) -> Finding:
+    return Finding(
+        DUPLICATE_KEY,
+        f"{name}: {d.describe()}; the value on line {d.second} is used, as ocm-controller v1 "
+        "did: remove one (the policy's configData.duplicateKeys: Fatal refuses this)",
+        path=d.key,
+    )

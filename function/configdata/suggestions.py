@@ -16,10 +16,12 @@ callers pass the documents after the change, as lists and maps.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from function import budgets
 from function.configdata.paths import Step, format_path
 from function.configdata.substitution import Change
 
@@ -74,9 +76,14 @@ def edit_distance(a: str, b: str, limit: int = MAX_DISTANCE) -> int:
 
 
 def similar_keys(key: str, existing: Iterable[Any]) -> tuple[str, ...]:
-    """The keys of ``existing`` (string keys only) ``key`` is probably a typo of, closest first."""
+    """The keys of ``existing`` (string keys only) ``key`` is probably a typo of, closest first.
+
+    Only the first ``suggestion-candidates`` keys are compared (:mod:`function.budgets`): a
+    component whose rules create thousands of keys in one map must not make the search
+    quadratic.
+    """
     scored: list[tuple[int, str]] = []
-    for other in existing:
+    for other in itertools.islice(existing, budgets.current().suggestion_candidates):
         if not isinstance(other, str) or other == key:
             continue
         if other.lower() == key.lower():
@@ -89,6 +96,28 @@ def similar_keys(key: str, existing: Iterable[Any]) -> tuple[str, ...]:
         if d <= allowed:
             scored.append((d, other))
     return tuple(k for _, k in sorted(scored))
+
+
+def did_you_mean(unknown: Iterable[Any], known: Iterable[Any]) -> str:
+    """``did you mean 'replicas'?`` for names no schema property has, against those it has.
+
+    For a values key the schema refuses (``replicsa`` where ``replicas`` is a property), an
+    ``enum`` value, a ``required`` key given under another spelling: one clause, or ``""``
+    when nothing is close. Several unknown names are each named with their candidates.
+    """
+    candidates = [k for k in known if isinstance(k, str)]
+    pairs = []
+    for name in unknown:
+        if not isinstance(name, str):
+            continue
+        close = similar_keys(name, candidates)
+        if close:
+            pairs.append((name, " or ".join(repr(k) for k in close[:3])))
+    if not pairs:
+        return ""
+    if len(pairs) == 1:
+        return f"did you mean {pairs[0][1]}?"
+    return "did you mean " + ", ".join(f"{m} for {n!r}" for n, m in pairs) + "?"
 
 
 def suggestion_for(docs: list[Any], change: Change) -> Suggestion | None:
@@ -120,7 +149,9 @@ def suggestion_for(docs: list[Any], change: Change) -> Suggestion | None:
 def suggestions(docs: list[Any], changes: Iterable[Change]) -> tuple[Suggestion, ...]:
     """Every :func:`suggestion_for` of ``changes`` on one file (``docs`` after all of them)."""
     out = []
-    for change in changes:
+    for change in itertools.islice(
+        (c for c in changes if c.created), budgets.current().suggestion_keys
+    ):
         s = suggestion_for(docs, change)
         if s is not None:
             out.append(s)
@@ -140,4 +171,11 @@ def _walk(node: Any, steps: tuple[Step, ...]) -> Any:
     return node
 
 
-__all__ = ["Suggestion", "edit_distance", "similar_keys", "suggestion_for", "suggestions"]
+__all__ = [
+    "Suggestion",
+    "did_you_mean",
+    "edit_distance",
+    "similar_keys",
+    "suggestion_for",
+    "suggestions",
+]

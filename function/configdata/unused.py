@@ -30,6 +30,7 @@ from typing import Any
 from function.configdata.configure import RULES, document
 from function.configdata.model import ConfigData
 from function.configdata.paths import format_path
+from function.configdata.suggestions import did_you_mean
 from function.errors import SackError
 
 Key = tuple[str, ...]
@@ -86,9 +87,24 @@ def unused_values(
     return tuple(sorted(out))
 
 
+def unused_hint(cd: ConfigData, unused: Collection[str]) -> str:
+    """Did you mean: for unused values whose top-level key the ConfigData does not know (not
+    in its defaults nor its schema's properties) but a known one is close to: the typo a schema
+    without ``additionalProperties: false`` lets through (``replicsa`` → ``replicas``).
+    """
+    conf = cd.configuration
+    if conf is None or not unused:
+        return ""
+    schema = conf.schema_ if isinstance(conf.schema_, Mapping) else {}
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    known = {str(k) for k in (conf.defaults or {})} | {str(k) for k in props}
+    tops = sorted({path.split(".", 1)[0].split("[", 1)[0] for path in unused})
+    return did_you_mean([t for t in tops if t not in known], sorted(known))
+
+
 def _covers(ref: Key, leaf: Key) -> bool:
     n = min(len(ref), len(leaf))
     return ref[:n] == leaf[:n]
 
 
-__all__ = ["consumed", "leaves", "unused_values"]
+__all__ = ["consumed", "leaves", "unused_hint", "unused_values"]

@@ -43,7 +43,7 @@ from function.configdata.paths import get
 from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution, apply_to_documents
 from function.yaml11 import needs_quotes
-from function.yamlio import YamlError, load_all
+from function.yamlio import YamlError, compose_all, load_all
 
 
 @dataclass
@@ -91,14 +91,22 @@ def _rt() -> YAML:
     return y
 
 
-def load_file(text: bytes | str, name: str) -> YamlFile:
+def load_file(text: bytes | str, name: str, *, round_trip: bool = True) -> YamlFile:
     """The parsed file, ready to edit in place (the caller's own copy).
+
+    ``round_trip=False`` (the function, which never writes the file back): the same
+    round-trip types and scalar styles, composed by :func:`function.yamlio.compose_all`
+    (libyaml's parser, the node and depth caps while parsing) with comments dropped; ruamel's
+    pure-Python round-trip parser costs ~10 us a byte (a 4 MB values file: ~40 s of CPU on
+    the replica every tenant shares).
 
     Round-trip parsing is the slowest thing the engine does, and a component's files do
     not change, so the parse is memoised by content (:mod:`function.cache`); each call
     gets a fresh copy of the documents (pickle keeps ruamel's comments and styles exactly,
     where ``copy.deepcopy`` does not).
     """
+    if not round_trip:
+        return _load_events(text, name)
     memos = active_memos()
     if memos is None:
         return _load_file(text, name)
@@ -113,6 +121,28 @@ def load_file(text: bytes | str, name: str) -> YamlFile:
         return f
     template, blob = hit
     return dataclasses.replace(template, docs=pickle.loads(blob))  # noqa: S301 - our own pickle
+
+
+def _load_events(text: bytes | str, name: str) -> YamlFile:
+    load_all(text, name)  # size, alias-bomb, tags, numbers and duplicate keys first
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    nodes, _ = compose_all(text, name)
+    constructor = _rt().constructor
+    try:
+        docs = [constructor.construct_document(n) for n in nodes if n is not None]
+    except YAMLError as e:  # pragma: no cover - load_all above already constructed it
+        raise YamlError(name, f"is not valid YAML: {type(e).__name__}") from None
+    docs = [d for d in docs if d is not None] or [CommentedMap()]
+    return YamlFile(
+        name,
+        docs,
+        explicit_start=False,
+        mapping_indent=2,
+        sequence_indent=2,
+        sequence_offset=0,
+        json=_is_json(text),
+    )
 
 
 def _load_file(text: bytes | str, name: str) -> YamlFile:

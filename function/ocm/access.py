@@ -151,6 +151,13 @@ def _pin_digest(resource: Resource, where: str) -> str | None:
     return oci
 
 
+def pinned_digest(resource: Resource, where: str) -> str | None:
+    """``resource.digest`` as ``sha256:<hex>`` when it is the artifact's manifest digest, else
+    None (what pins a reference that names no digest).
+    """
+    return _pin_digest(resource, where)
+
+
 def _check_consistent(ref: ImageRef, resource: Resource, where: str) -> None:
     """An ``ociArtifactDigest/v1`` digest *is* the manifest digest: it must agree with the
     reference.

@@ -22,7 +22,7 @@ from typing import Any
 from function.errors import ComponentError, SackError
 from function.ocm.archive import tar_entries
 from function.ocm.model import Descriptor, Digest, Resource
-from function.yamlio import check_expansion, load_one
+from function.yamlio import check_expansion, load_one, number_problem
 
 MEDIA_TYPE_JSON = "application/vnd.ocm.software.component-descriptor.v2+json"
 MEDIA_TYPE_YAML = "application/vnd.ocm.software.component-descriptor.v2+yaml"
@@ -96,8 +96,19 @@ def _looks_like_tar(data: bytes) -> bool:
 
 def _decode(data: bytes, mt: str, where: str) -> Any:
     if mt.endswith("+json") or mt == "application/json":
+
+        def number(kind: str) -> Any:
+            def parse(text: str) -> Any:
+                problem = number_problem(text, kind)
+                if problem:
+                    what = "" if "descriptor" in where else "component descriptor: "
+                    raise ComponentError(where, what + problem)
+                return int(text) if kind == "int" else float(text)
+
+            return parse
+
         try:
-            doc = json.loads(data)
+            doc = json.loads(data, parse_int=number("int"), parse_float=number("float"))
         except (ValueError, UnicodeDecodeError) as e:
             raise ComponentError(
                 where, f"component descriptor is not valid JSON ({type(e).__name__})"

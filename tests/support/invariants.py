@@ -18,7 +18,12 @@ its own answer. What they enforce is the contract in docs/security.md:
   comes from a host outside the image allowlist;
 - every remote key is plain ASCII under an allowed prefix;
 - names fit their Kubernetes limits, carry the claim's full identity, and across renders no
-  object identity is claimed by two different claims (a :class:`Ledger`).
+  object identity is claimed by two different claims (a :class:`Ledger`);
+- no composition key holds two objects (issue 30): a key observed with one object is never
+  desired with another (Crossplane would apply the new one and orphan the old);
+- no ownership is claimed on an object the claim did not create (issue 30): a composed
+  Namespace that exists already carries this claim's marks, or Crossplane's controller
+  reference to this XR, or is adopted (mode adopt, the tenant's, no other claim's marks).
 """
 
 from __future__ import annotations
@@ -61,7 +66,8 @@ def key_of(obj: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Claim:
-    """Who rendered: the claim identity and its tenant, read from the XR as Crossplane sets it."""
+    """Who rendered: the claim identity and its tenant, read from the XR as Crossplane sets it
+    (``spec.claimRef``; labels never count)."""
 
     namespace: str | None  # None: an XR without a claim
     name: str
@@ -76,9 +82,7 @@ class Claim:
             return cls(meta["namespace"], meta["name"], meta["namespace"])
         if ref.get("namespace") and ref.get("name"):
             return cls(ref["namespace"], ref["name"], ref["namespace"])
-        if labels.get("crossplane.io/claim-namespace") and labels.get("crossplane.io/claim-name"):
-            ns = labels["crossplane.io/claim-namespace"]
-            return cls(ns, labels["crossplane.io/claim-name"], ns)
+        # crossplane.io/claim-* labels never confer identity (docs/security.md, "Tenancy").
         return cls(None, meta["name"], labels.get(LABEL_TENANT_DEFAULT) or meta["name"])
 
 
@@ -108,6 +112,23 @@ class Ledger:
             if owner:
                 prev = self.owners.setdefault(owner, who)
                 assert prev == who, f"owner label {owner!r} names claim {prev} and claim {who}"
+
+
+def _ident(o: Mapping[str, Any]) -> tuple[Any, ...]:
+    meta = o.get("metadata") or {}
+    return (o.get("kind"), meta.get("namespace"), meta.get("name"))
+
+
+def _marks(o: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The ownership marks: owner label, claim namespace and claim name annotations."""
+    meta = o.get("metadata") or {}
+    labels, ann = meta.get("labels") or {}, meta.get("annotations") or {}
+    return (labels.get(LABEL_OWNER), ann.get(ANN_CLAIM_NAMESPACE), ann.get(ANN_CLAIM_NAME))
+
+
+def _controlled(o: Mapping[str, Any], uid: str | None) -> bool:
+    refs = (o.get("metadata") or {}).get("ownerReferences") or []
+    return bool(uid) and any(r.get("controller") and r.get("uid") == uid for r in refs)
 
 
 def _rule(
@@ -144,17 +165,26 @@ def _under(key: str, prefix: str) -> bool:
 
 
 def tenant_owns(
-    claim: Claim, name: str, required: Mapping[str, Mapping[str, Any]], tenant_label: str
+    claim: Claim,
+    name: str,
+    required: Mapping[str, Mapping[str, Any]],
+    tenant_label: str,
+    tenant_pattern: str | None = None,
 ) -> bool:
     """The contract's tenant rule, stated independently of the product: a namespace is the
     tenant's when it is the tenant's own namespace, carries the tenant label with the tenant
     as its value, or (not existing yet) is named ``<tenant>--<suffix>`` with no ``--`` in
-    the suffix."""
+    the suffix -- or, where ops set their own ``tenantPattern``, fully matches it."""
     if name == claim.tenant:
         return True
     live = required.get(name)
     if live is not None:
         return ((live.get("metadata") or {}).get("labels") or {}).get(tenant_label) == claim.tenant
+    if tenant_pattern is not None:
+        rx = tenant_pattern.replace("{claimNamespace}", re.escape(claim.tenant)).replace(
+            "{claimName}", re.escape(claim.name)
+        )
+        return re.fullmatch(rx, name) is not None
     head, sep, tail = name.rpartition("--")
     return bool(sep) and head == claim.tenant and bool(DNS_LABEL.match(tail))
 
@@ -199,8 +229,11 @@ def check_render(
     *,
     required: Iterable[Mapping[str, Any]] = (),
     ledger: Ledger | None = None,
+    observed: Iterable[Mapping[str, Any]] = (),
 ) -> None:
-    """Assert every invariant above on one successful render (``out`` is a ``Rendered``)."""
+    """Assert every invariant above on one successful render (``out`` is a ``Rendered``);
+    ``observed``: the composed resources the render was given (for the two issue-30 checks).
+    """
     assert out.fatal is None, out.fatal.message
     claim = Claim.of(xr)
     spec = dict(xr.get("spec") or {})
@@ -249,10 +282,49 @@ def check_render(
         if o["kind"] == "HelmRelease":
             assert len(o["spec"]["releaseName"]) <= 53
 
+    # -- no composition key holds two objects; no ownership of what the claim did not create.
+    # Observed composed objects: a Namespace, or anything carrying the function's claim
+    # annotation (a test's bare status stub of another controller's object is not one).
+    seen = {
+        key_of(o): o
+        for o in observed
+        if ANNOTATION_KEY in ((o.get("metadata") or {}).get("annotations") or {})
+        and (o.get("kind") == "Namespace" or ANN_CLAIM_NAME in o["metadata"]["annotations"])
+    }
+    # Checked for the target Namespaces, whose names the claim chooses: a derived object's
+    # name is a function of the claim and the policy alone (a policy change that renames the
+    # deploy namespace is ops' doing, not a key collision).
+    for o in resources:
+        before = seen.get(key_of(o))
+        if before is not None and o["kind"] == "Namespace" and o["metadata"]["name"] in targets:
+            assert _ident(before) == _ident(o), (
+                f"composition key {key_of(o)!r} holds {_ident(before)} and {_ident(o)}"
+            )
+    modes = {t["name"]: t.get("mode", "create") for t in spec.get("namespaces") or []}
+    xr_uid = (xr.get("metadata") or {}).get("uid")
+    for o in resources:
+        if o["kind"] != "Namespace" or o["metadata"]["name"] not in live:
+            continue
+        name = o["metadata"]["name"]
+        before = seen.get(key_of(o))
+        if _marks(live[name]) == _marks(o) or (
+            before is not None
+            and _ident(before) == _ident(o)
+            and (_marks(before) == _marks(o) or _controlled(before, xr_uid))
+        ):
+            continue
+        lmeta = live[name].get("metadata") or {}
+        other = (lmeta.get("labels") or {}).get(LABEL_OWNER) or (
+            lmeta.get("annotations") or {}
+        ).get(ANN_CLAIM_NAME)
+        assert modes.get(name) == "adopt" and not other, (
+            f"Namespace {name} exists, was not created by this claim, and is composed as its own"
+        )
+
     # -- placement: the deploy namespace or the tenant's namespaces; nothing else cluster-scoped.
     for t in targets:
         assert t != deploy_ns, f"target {t} is the deploy namespace"
-        assert tenant_owns(claim, t, live, tenant_label), (
+        assert tenant_owns(claim, t, live, tenant_label, ns_policy.get("tenantPattern")), (
             f"target {t} is not tenant {claim.tenant}'s"
         )
     allowed_ns = {deploy_ns, *targets}
