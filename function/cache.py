@@ -297,6 +297,7 @@ _SHARES = {
     "policies": 2,  # parsed function inputs, by their deterministic serialization
     "specs": 4,  # parsed claim specs, by their deterministic serialization
     "observed": 8,  # observed objects' statuses as plain data, by their serialization
+    "integrity": 1,  # verified signatures and normalised digests, by (descriptor digest, keys)
 }
 _ENTRIES = {
     "configdata": 1024,
@@ -306,6 +307,7 @@ _ENTRIES = {
     "digests": 256,
     "images": 1024,
     "policies": 256,
+    "integrity": 1024,
 }
 
 _ACTIVE: ContextVar[Memos | None] = ContextVar("sack8s_memos", default=None)
