@@ -479,12 +479,20 @@ CASES = [
     Case("kustomize-copied-default", "kustomize", "copied-default", EXAMPLES / "xr-kustomize.yaml"),
     Case("kustomize-copied-oci", "kustomize", "copied-oci", EXAMPLES / "xr-kustomize.yaml"),
     Case("kustomize-by-ref", "kustomize", "by-ref", EXAMPLES / "xr-kustomize.yaml"),
-    Case("helm-long-names", "helm", "source", EXAMPLES / "xr.yaml", long_names=True),
+    Case(
+        "helm-long-names",
+        "helm",
+        "source",
+        EXAMPLES / "xr.yaml",
+        required=DATA / "required-long-names",
+        long_names=True,
+    ),
     Case(
         "kustomize-long-names",
         "kustomize",
         "source",
         EXAMPLES / "xr-kustomize.yaml",
+        required=DATA / "required-long-names",
         long_names=True,
     ),
     Case(
@@ -515,12 +523,12 @@ def case_xr(case: Case, out: Path) -> Path:
         spec["namespaces"][0]["name"] = f"{spec['namespaces'][0]['name']}-{case.mode}"
     if case.long_names:  # names past the 63-character label/namespace and 53-character Helm limits
         xr["metadata"]["name"] = f"{xr['metadata']['name']}-with-a-long-name-".ljust(91, "x")
-        xr["spec"]["namespaces"][0]["name"] = f"{case.flavour}-long-".ljust(63, "n")
         # An XR name past 63 is no namespace name, so it cannot be its own tenant: ops name the
-        # tenant (docs/security.md, "Tenancy"); the target is that tenant's own name.
-        xr["metadata"].setdefault("labels", {})["sack8s.io/tenant"] = xr["spec"]["namespaces"][0][
-            "name"
-        ]
+        # tenant (docs/security.md, "Tenancy"), whose own Namespace exists (the required
+        # resources); the target is a new name of that tenant's, at the 63-character limit.
+        tenant = f"{case.flavour}-long"
+        xr["spec"]["namespaces"][0]["name"] = f"{tenant}--".ljust(63, "n")
+        xr["metadata"].setdefault("labels", {})["sack8s.io/tenant"] = tenant
     return dump_all([xr], out / f"xr-{case.name}.yaml")
 
 
