@@ -298,6 +298,7 @@ _SHARES = {
     "specs": 4,  # parsed claim specs, by their deterministic serialization
     "observed": 8,  # observed objects' statuses as plain data, by their serialization
     "selfcontained": 1,  # remote references found in a deployable, by its files' digest
+    "integrity": 1,  # verified signatures and normalised digests, by (descriptor digest, keys)
 }
 _ENTRIES = {
     "configdata": 1024,
@@ -307,6 +308,7 @@ _ENTRIES = {
     "digests": 256,
     "images": 1024,
     "policies": 256,
+    "integrity": 1024,
 }
 
 _ACTIVE: ContextVar[Memos | None] = ContextVar("sack8s_memos", default=None)

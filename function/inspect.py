@@ -15,12 +15,13 @@ does the reading.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from function.configdata.flatvalues import flat_keys
 from function.configdata.model import parse_configdata
 from function.errors import SackError
+from function.ocm import normalisation, signatures
 from function.ocm.access import (
     LOCAL_BLOB,
     OCI_ARTIFACT,
@@ -267,6 +268,47 @@ def configdata_report(data: bytes, name: str, files_of: Mapping[str, list[str]])
     return out
 
 
+def integrity_report(cv: ComponentVersion, keys: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """The descriptor's normalised digest and its signatures; each signature named in
+    ``keys`` (name, PEM) verified as the function verifies it, the others listed unchecked.
+    """
+    raw = cv.descriptor.raw
+    out: dict[str, Any] = {}
+    try:
+        out["normalisedDigest"] = normalisation.digest(raw, normalisation.V4ALPHA1).to_status()
+    except normalisation.NormalisationError as e:
+        out["normalisedDigestError"] = str(e)
+    key_of = dict(keys)
+    sigs = []
+    listed = raw.get("signatures") if isinstance(raw.get("signatures"), list) else []
+    for s in listed:
+        if not isinstance(s, Mapping):
+            continue
+        name = str(s.get("name"))
+        dig = s.get("digest") if isinstance(s.get("digest"), Mapping) else {}
+        info = s.get("signature") if isinstance(s.get("signature"), Mapping) else {}
+        entry: dict[str, Any] = {
+            "name": name,
+            "algorithm": str(info.get("algorithm") or ""),
+            "digest": {
+                k: str(dig.get(k) or "")
+                for k in ("hashAlgorithm", "normalisationAlgorithm", "value")
+            },
+        }
+        if name in key_of:
+            v = signatures.verify(raw, name, key_of[name])
+            entry["verified"] = v.ok
+            entry["result"] = v.detail
+        sigs.append(entry)
+    named = {e["name"] for e in sigs}
+    for name, pem in keys:
+        if name not in named:
+            v = signatures.verify(raw, name, pem)
+            sigs.append({"name": name, "verified": False, "result": v.detail})
+    out["signatures"] = sigs
+    return out
+
+
 def report(
     source: str,
     resolution: Resolution,
@@ -275,11 +317,13 @@ def report(
     configdata: Mapping[str, bytes | str],
     deployable_files: Mapping[str, list[str] | str],
     digest_checks: Mapping[str, str] | None = None,
+    keys: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """The whole inspection. ``configdata``/``deployable_files`` map a resource name to its
     content, or to the one-line reason it could not be read (shown, never fatal).
     ``digest_checks`` maps a :func:`~function.ocm.source.resource_key` to how its blob
-    compared with the declared digest (the CLI reads every localBlob to say so).
+    compared with the declared digest (the CLI reads every localBlob to say so); ``keys``
+    are the public keys to verify signatures with (``--public-key NAME=FILE``).
     """
     resources = []
     for r in cv.descriptor.resources:
@@ -321,6 +365,7 @@ def report(
         "version": cv.version,
         "resolvedBy": resolution.how,
         "descriptorDigest": cv.descriptor_digest,
+        **integrity_report(cv, keys),
         "resources": resources,
         "configData": cds,
     }
@@ -335,9 +380,26 @@ def format_text(rep: Mapping[str, Any]) -> str:
         f"versions    {', '.join(rep['versions'])}",
         f"version     {rep['version']} ({_how(rep['resolvedBy'])})",
         f"descriptor  {rep['descriptorDigest']}",
-        "",
-        f"resources ({len(rep['resources'])})",
     ]
+    nd = rep.get("normalisedDigest")
+    lines.append(
+        f"normalised  {nd['hashAlgorithm']} {nd['normalisationAlgorithm']} {nd['value']}"
+        if nd
+        else f"normalised  cannot be computed: {rep.get('normalisedDigestError')}"
+    )
+    sigs = rep.get("signatures") or []
+    lines += ["", f"signatures ({len(sigs)})"] if sigs else []
+    for sig in sigs:
+        if "verified" not in sig:
+            result = "not checked (no --public-key for it)"
+        else:
+            result = sig["result"] if sig["verified"] else "FAILED: " + sig["result"]
+        d = sig.get("digest")
+        head = f"  {sig['name']}" + (f"  {sig['algorithm']}" if sig.get("algorithm") else "")
+        if d:
+            head += f"  {d['hashAlgorithm']} {d['normalisationAlgorithm']} {d['value']}"
+        lines += [head, f"    {result}"]
+    lines += ["", f"resources ({len(rep['resources'])})"]
     for r in rep["resources"]:
         ident = "".join(f" {k}={v}" for k, v in (r.get("extraIdentity") or {}).items())
         lines.append(f"  {r['name']}{ident}  {r['version']}  {r['type']}  ({r['relation']})")

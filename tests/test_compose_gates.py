@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+from support.ctfedit import bundled_descriptor, with_descriptor
 from support.settle import converge, settle
+from support.signing import public_pem, sign
 from support.structural import Validator
 
 from function.compose import gates, namespaces
+from function.ocm import normalisation
 from function.render import input_from_composition, load_docs, render
 
 REPO = Path(__file__).resolve().parents[1]
@@ -153,12 +156,22 @@ def test_version_change_keeps_flux_at_the_observed_digest_and_values() -> None:
     assert "6.2.0" in st["blockedBy"]["message"] and "6.3.0" in st["blockedBy"]["message"]
     assert condition(out, "DeploymentReady")["reason"] == "WaitingForOCMComponent"
 
-    # Once the Component reports 6.3.0, Flux gets the new digest and values.
+    # Once the Component reports 6.3.0, and the digest of the descriptor the function read for
+    # 6.3.0, Flux gets the new digest and values.
     moved = copy.deepcopy(obs)
     for o in moved:
         if o["kind"] == "Component":
             o["spec"]["semver"] = "6.3.0"
             o["status"]["component"]["version"] = "6.3.0"
+    out = run(xr, policy, observed=moved)  # still 6.2.0's descriptor digest: held
+    assert out.xr["status"]["blockedBy"]["reason"] == "DescriptorDigestMismatch"
+    assert (
+        by_key(out)["flux-ocirepository"]["spec"]["ref"]
+        == seen["flux-ocirepository"]["spec"]["ref"]
+    )
+    component(moved)["status"]["component"]["digest"] = normalisation.digest(
+        bundled_descriptor("6.3.0"), normalisation.V4ALPHA1
+    ).to_status()
     out = run(xr, policy, observed=moved)
     now = by_key(out)
     assert now["flux-ocirepository"]["spec"]["ref"] != seen["flux-ocirepository"]["spec"]["ref"], (
@@ -260,28 +273,35 @@ def component_schema(crds_dir: Path) -> Validator:
     return Validator([crds_dir / "delivery.ocm.software_components.yaml"], set())
 
 
-def test_the_policy_makes_the_component_verify_signatures(component_schema: Validator) -> None:
+def signed(tmp_path: Path, policy: dict[str, Any]) -> dict[str, Any]:
+    """``policy`` reading a copy of the example component signed as ``acme`` (the function
+    verifies every policy signature itself before composing anything).
+    """
+    ctf = with_descriptor(tmp_path / "ctf", lambda d: sign(d))
+    policy["mirrors"] = [{**policy["mirrors"][0], "path": str(ctf)}]
+    return policy
+
+
+def test_the_policy_makes_the_component_verify_signatures(
+    component_schema: Validator, tmp_path: Path
+) -> None:
     xr, policy = load()
-    policy["ocm"] = {
-        "verify": [
-            {"signature": "acme", "publicKey": PEM},
-            {"signature": "ops", "secretRef": {"name": "ops-keys"}},
-        ]
-    }
+    policy = signed(tmp_path, policy)
+    policy["ocm"] = {"verify": [{"signature": "acme", "publicKey": public_pem()}]}
     comp = by_key(run(xr, policy, observed=observed()))["ocm-component"]
     assert comp["spec"]["verify"] == [
-        {"signature": "acme", "value": base64.b64encode(PEM.encode()).decode()},
-        {"signature": "ops", "secretRef": {"name": "ops-keys"}},
+        {"signature": "acme", "value": base64.b64encode(public_pem().encode()).decode()},
     ]
     assert (
-        base64.b64decode(comp["spec"]["verify"][0]["value"]).decode() == PEM
+        base64.b64decode(comp["spec"]["verify"][0]["value"]).decode() == public_pem()
     )  # the controller decodes it
     assert component_schema.problems(comp) == []
 
 
-def test_the_gate_opens_only_for_a_component_that_verifies() -> None:
+def test_the_gate_opens_only_for_a_component_that_verifies(tmp_path: Path) -> None:
     xr, policy = load()
-    policy["ocm"] = {"verify": [{"signature": "acme", "publicKey": PEM}]}
+    policy = signed(tmp_path, policy)
+    policy["ocm"] = {"verify": [{"signature": "acme", "publicKey": public_pem()}]}
     obs = observed()  # Ready at the version, but reconciled without verify
     out = run(xr, policy, observed=without(obs, "flux-helmrelease", "flux-ocirepository"))
     assert "flux-helmrelease" not in by_key(out)
@@ -305,18 +325,33 @@ def test_the_gate_opens_only_for_a_component_that_verifies() -> None:
     assert "flux-helmrelease" in by_key(out)
 
 
+def test_verification_needs_neither_the_gate_nor_ocm_objects(tmp_path: Path) -> None:
+    """The function verifies the signatures itself: ``verify`` is valid without the gate and
+    without OCM objects (issue 32: a platform without the OCM controller deploys only signed
+    components; tests/test_integrity_signatures.py).
+    """
+    xr, policy = load()
+    policy = signed(tmp_path, policy)
+    for ocm in ({"gate": False}, {"enabled": False}):
+        policy["ocm"] = {**ocm, "verify": [{"signature": "acme", "publicKey": public_pem()}]}
+        run(xr, policy)
+        policy["ocm"]["verify"][0]["publicKey"] = public_pem("mallory")
+        out = asyncio.run(render(xr, policy))
+        assert out.fatal is not None and out.fatal.reason == "SignatureVerificationFailed"
+
+
 @pytest.mark.parametrize(
     "ocm, text",
     [
-        ({"verify": [{"signature": "a"}]}, "exactly one of publicKey and secretRef"),
+        ({"verify": [{"signature": "a"}]}, "signature 'a': set publicKey"),
         (
             {"verify": [{"signature": "a", "publicKey": PEM, "secretRef": {"name": "k"}}]},
-            "exactly one of",
+            "secretRef is not supported",
         ),
         ({"verify": [{"signature": "a", "publicKey": "c2VjcmV0"}]}, "must be PEM"),
         (
-            {"gate": False, "verify": [{"signature": "a", "publicKey": PEM}]},
-            "verify needs enabled and gate",
+            {"verify": [{"signature": "a", "secretRef": {"name": "ops-keys"}}]},
+            "public keys are not secret, give it as publicKey",
         ),
         (
             {

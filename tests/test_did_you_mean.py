@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from support.ctfedit import bundled_configdata, with_configdata
+from support.ctfedit import bundled_configdata, bundled_descriptor, with_configdata
+from support.examples import dump, load
+from support.settle import reporting
 
 from function.cli import main
 from function.configdata.suggestions import edit_distance, similar_keys
@@ -144,6 +146,10 @@ def test_the_function_warns(tmp_path, monkeypatch):
         1,
     )
     ctf = with_configdata(tmp_path / "ctf", text)
+    # The OCM Component verified this component's descriptor: the gate opens for it.
+    observed = reporting(
+        load(REPO / "examples/observed/helm/observed.yaml"), bundled_descriptor(ctf=ctf)
+    )
     r = run(
         "render",
         "examples/xr.yaml",
@@ -152,7 +158,7 @@ def test_the_function_warns(tmp_path, monkeypatch):
         "--component",
         str(ctf),
         "--observed",
-        "examples/observed/helm",
+        str(dump(observed, tmp_path / "observed.yaml")),
     )
     assert r.exit_code == 0, r.stderr
     (w,) = [x for x in r.stderr.splitlines() if "did you mean" in x]

@@ -24,6 +24,9 @@ What it proves, in order (they share the control plane and build on each other's
 - once ESO and Flux have reconciled, applying the same render again changes no generation;
 - a component shipping a kind outside the deployer Role fails with Flux's message naming the
   permission, and the XR's ``status.blockedBy`` shows it;
+- a component signed at test time deploys with the gate bound to its descriptor digest: the
+  test writes the OCM Component's status as the controller would; another digest holds Flux
+  back naming both, the right one lets Flux deploy it (issue 32);
 - deleting each XR lets the garbage collector remove everything it owns; created Namespaces
   finalize; the observed order is recorded.
 
@@ -90,6 +93,7 @@ IMAGE_REPO = {
     "copied-oci": f"{REGISTRY}/copied-oci/upstream/podinfo",
     "by-ref": f"{REGISTRY}/upstream/podinfo",  # transferred without --copy-resources
     "e2e-extra": f"{REGISTRY}/upstream/podinfo",
+    "e2e-signed": f"{REGISTRY}/upstream/podinfo",
 }
 ORDER = readiness.ORDER  # kinds in dependency order, as the function reports blockers
 FLUX_KINDS = {"OCIRepository", "HelmRelease", "Kustomization"}
@@ -475,12 +479,20 @@ CASES = [
     Case("kustomize-copied-default", "kustomize", "copied-default", EXAMPLES / "xr-kustomize.yaml"),
     Case("kustomize-copied-oci", "kustomize", "copied-oci", EXAMPLES / "xr-kustomize.yaml"),
     Case("kustomize-by-ref", "kustomize", "by-ref", EXAMPLES / "xr-kustomize.yaml"),
-    Case("helm-long-names", "helm", "source", EXAMPLES / "xr.yaml", long_names=True),
+    Case(
+        "helm-long-names",
+        "helm",
+        "source",
+        EXAMPLES / "xr.yaml",
+        required=DATA / "required-long-names",
+        long_names=True,
+    ),
     Case(
         "kustomize-long-names",
         "kustomize",
         "source",
         EXAMPLES / "xr-kustomize.yaml",
+        required=DATA / "required-long-names",
         long_names=True,
     ),
     Case(
@@ -511,12 +523,12 @@ def case_xr(case: Case, out: Path) -> Path:
         spec["namespaces"][0]["name"] = f"{spec['namespaces'][0]['name']}-{case.mode}"
     if case.long_names:  # names past the 63-character label/namespace and 53-character Helm limits
         xr["metadata"]["name"] = f"{xr['metadata']['name']}-with-a-long-name-".ljust(91, "x")
-        xr["spec"]["namespaces"][0]["name"] = f"{case.flavour}-long-".ljust(63, "n")
         # An XR name past 63 is no namespace name, so it cannot be its own tenant: ops name the
-        # tenant (docs/security.md, "Tenancy"); the target is that tenant's own name.
-        xr["metadata"].setdefault("labels", {})["sack8s.io/tenant"] = xr["spec"]["namespaces"][0][
-            "name"
-        ]
+        # tenant (docs/security.md, "Tenancy"), whose own Namespace exists (the required
+        # resources); the target is a new name of that tenant's, at the 63-character limit.
+        tenant = f"{case.flavour}-long"
+        xr["spec"]["namespaces"][0]["name"] = f"{tenant}--".ljust(63, "n")
+        xr["metadata"].setdefault("labels", {})["sack8s.io/tenant"] = tenant
     return dump_all([xr], out / f"xr-{case.name}.yaml")
 
 
@@ -1237,6 +1249,135 @@ def test_missing_permission_fails_with_an_actionable_message(cp, tmp_path):
     assert 'resource "roles"' in blocked.get("message", ""), blocked
     cond = next(c for c in again.status["conditions"] if c["type"] == "DeploymentReady")
     assert cond["status"] == "False"
+
+
+SIGNED = Case("signed", "kustomize", "e2e-signed", DATA / "xr-signed.yaml")
+
+
+def _controller_reports(cp: ControlPlane, comp: dict, digest: dict) -> None:
+    """What the OCM controller writes once it has resolved, verified and digested the version
+    (open-component-model kubernetes/controller component_controller.go): Ready for this
+    generation, the version, and the descriptor digest it computed. There is no OCM controller
+    here, so the test writes it."""
+    live = cp.admin.get(comp)
+    gen = live["metadata"]["generation"]
+    repo = next(o for o in cp.renders[SIGNED.name].objects if o["kind"] == "Repository")
+    cp.admin.apply_status(
+        live,
+        {
+            "observedGeneration": gen,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "Succeeded",
+                    "message": f"Applied version {live['spec']['semver']}",
+                    "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "observedGeneration": gen,
+                }
+            ],
+            "component": {
+                "component": live["spec"]["component"],
+                "version": live["spec"]["semver"],
+                "repositorySpec": repo["spec"]["repositorySpec"],
+                "digest": digest,
+            },
+        },
+        manager="ocm-controller",
+    )
+
+
+def test_a_signed_component_deploys_with_the_gate_bound_to_its_digest(cp, tmp_path):
+    """Issue 32: a component signed at test time (RSASSA-PSS over jsonNormalisation/v3, as the
+    OCM CLI signs) and a policy naming its key, with the gate on. The function verifies the
+    signature before composing anything; Flux objects wait for the OCM Component; a Component
+    reporting another descriptor digest (a tag moved between the controller's read and the
+    function's) keeps them out, naming both digests; the digest of the very descriptor the
+    function read opens the gate, and Flux deploys it."""
+    from support.signing import PSS, public_pem, sign
+
+    from function.ocm import normalisation
+
+    inputs = EXAMPLES / "component" / "inputs"
+    with timed("signed: write and sign the component (gardener-ocm + cryptography)"):
+        stored = push(
+            REGISTRY,
+            "e2e-signed",
+            "acme.org/sack8s/podinfo-signed",
+            "6.2.0",
+            [
+                Blob(
+                    "manifests-gz",
+                    "kustomize.ocm.fluxcd.io",
+                    "application/x-tar+gzip",
+                    tgz(inputs / "kustomize"),
+                ),
+                Blob(
+                    "config",
+                    "configdata.ocm.software",
+                    "application/yaml",
+                    (inputs / "config" / "config.yaml").read_bytes(),
+                ),
+            ],
+            {"image": f"{REGISTRY}/upstream/podinfo:6.2.0@{IMAGE_DIGEST}"},
+            sign=lambda d: sign(d, "acme", algorithm=PSS),
+        )
+    (policy,) = load_all((DATA / "policy.yaml").read_text())
+    policy["ocm"] = {
+        "enabled": True,
+        "gate": True,
+        "verify": [{"signature": "acme", "publicKey": public_pem()}],
+    }
+    case = Case(
+        SIGNED.name,
+        SIGNED.flavour,
+        SIGNED.mode,
+        SIGNED.example,
+        policy=dump_all([policy], tmp_path / "policy-signed.yaml"),
+    )
+    r = render(case, case.example)
+    cp.renders[case.name] = r
+    rejected: list = []
+    apply_render(cp, r, rejected)
+    r = converge(cp, r, rejected)
+    assert not rejected, rejected
+    kinds = {o["kind"] for o in r.objects}
+    assert "Component" in kinds and not kinds & FLUX_KINDS, kinds  # no controller has vouched
+    mine = r.status["component"]["normalisedDigest"]
+    assert mine == normalisation.digest(stored, normalisation.V4ALPHA1).to_status()
+    comp = next(o for o in r.objects if o["kind"] == "Component")
+
+    moved = copy.deepcopy(stored)  # another descriptor under the same tag
+    moved["component"]["resources"][0]["digest"]["value"] = "0" * 64
+    theirs = normalisation.digest(moved, normalisation.V4ALPHA1).to_status()
+    _controller_reports(cp, comp, theirs)
+    held = render(case, case.example, observed=read_back(cp, r.objects))
+    assert not {o["kind"] for o in held.objects} & FLUX_KINDS
+    # blockedBy names the first object not Ready in deployment order: here (no Crossplane) a
+    # ClusterUsage that never reports Ready, so the gate's reason is read from status.warnings,
+    # where it is a Warning (and blockedBy names it once everything before Flux is Ready:
+    # tests/test_integrity_signatures.py).
+    (why,) = [
+        w["message"]
+        for w in held.status.get("warnings") or []
+        if w["reason"] == "DescriptorDigestMismatch"
+    ]
+    assert mine["value"] in why and theirs["value"] in why, why
+    FIGURES["signed_mismatch"] = why
+
+    _controller_reports(cp, comp, mine)
+    r = converge(cp, r, rejected)
+    assert not rejected, rejected
+    cp.renders[case.name] = r
+    FIGURES["applied"] += len(r.objects)
+    FIGURES.setdefault("per_case", {})[case.name] = len(r.objects)
+    flux = [o for o in r.objects if o["kind"] in FLUX_KINDS]
+    assert {o["kind"] for o in flux} == {"OCIRepository", "Kustomization"}
+    assert not [w for w in r.status.get("warnings") or [] if "Digest" in w["reason"]]
+    with timed("signed: Flux reconcile"):
+        _wait_ready(cp, flux, "signed component's Flux objects", 120, until_true=True)
+    ks = next(o for o in flux if o["kind"] == "Kustomization")
+    _assert_kustomize_result(cp, r, ks, ks["spec"]["targetNamespace"])
 
 
 def test_second_render_with_observed_state_is_the_same(cp):

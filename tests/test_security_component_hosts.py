@@ -300,7 +300,7 @@ def test_globalaccess_on_the_allowlist_is_not_followed(tmp_path: Path) -> None:
 
 def chart_reference(policy: dict[str, Any]) -> str:
     """The chart's localReference in the component the mirror serves (read back, not assumed)."""
-    descriptor = ctfedit.descriptor_of(Path(policy["mirrors"][0]["path"]))
+    descriptor = ctfedit.bundled_descriptor(ctf=Path(policy["mirrors"][0]["path"]))
     return _res(descriptor, "chart")["access"]["localReference"]
 
 
@@ -765,7 +765,7 @@ def hostile_registry(tmp_path_factory: pytest.TempPathFactory):
         )
         plain = RegistryServer(binary, root / "plain", storage=tls.root).start()
         proxy = FaultProxy("127.0.0.1", plain.port).start()
-        yield tls, pki, proxy, ctfedit.descriptor_of(root / "benign")
+        yield tls, pki, proxy, ctfedit.bundled_descriptor(ctf=root / "benign")
     finally:
         if proxy is not None:
             proxy.stop()

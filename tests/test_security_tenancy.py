@@ -273,7 +273,12 @@ def run(w: World) -> Rendered:
         if out.fatal is not None:
             return out
         seen = {o["metadata"]["annotations"][KEY]: o for o in w.observed}
-        seen.update({o["metadata"]["annotations"][KEY]: o for o in settle(out.resources)})
+        seen.update(
+            {
+                o["metadata"]["annotations"][KEY]: o
+                for o in settle(out.resources, out.xr.get("status"))
+            }
+        )
         again = once(list(seen.values()))
         if [r["metadata"] for r in again.resources] == [r["metadata"] for r in out.resources]:
             return again
@@ -288,7 +293,9 @@ def settled_observed(w: World) -> list[dict[str, Any]]:
     if out.fatal is not None:
         return list(w.observed)
     seen = {o["metadata"]["annotations"][KEY]: o for o in w.observed}
-    seen.update({o["metadata"]["annotations"][KEY]: o for o in settle(out.resources)})
+    seen.update(
+        {o["metadata"]["annotations"][KEY]: o for o in settle(out.resources, out.xr.get("status"))}
+    )
     return list(seen.values())
 
 

@@ -238,6 +238,14 @@ class Spec(Model):
 # ----------------------------------------------------------------------------- status
 
 
+class StatusDigest(Model):
+    """A normalised descriptor digest, shaped like the OCM Component's status.component.digest."""
+
+    hashAlgorithm: str
+    normalisationAlgorithm: str
+    value: str
+
+
 class StatusComponent(Model):
     name: str | None = None
     constraint: str | None = Field(
@@ -245,6 +253,12 @@ class StatusComponent(Model):
     )
     version: str | None = None
     descriptorDigest: str | None = None
+    normalisedDigest: StatusDigest | None = Field(
+        default=None,
+        description="The OCM normalised digest of the descriptor the function read "
+        "(SHA-256, jsonNormalisation/v4alpha1): what the OCM Component must report in "
+        "status.component.digest for the gate to open.",
+    )
     repository: str | None = None
     resolvedAt: str | None = Field(
         default=None,

@@ -233,7 +233,9 @@ class SecretName(Model):
 
 
 class OcmVerification(Model):
-    """One signature the OCM Component must verify (its ``spec.verify[]``) before Flux deploys."""
+    """One signature the function verifies before composing anything (and the OCM Component
+    verifies, as its ``spec.verify[]``, when OCM objects are composed).
+    """
 
     signature: str = Field(
         min_length=1,
@@ -243,22 +245,30 @@ class OcmVerification(Model):
     publicKey: str | None = Field(
         default=None,
         max_length=65536,
-        description="PEM public key or certificate (not secret); composed base64-encoded as the "
-        "Component's verify[].value, so it works in every deploy namespace.",
+        description="PEM RSA public key or certificate (not secret). The function verifies the "
+        "signature with it; composed base64-encoded as the Component's verify[].value, so it "
+        "works in every deploy namespace.",
     )
     secretRef: SecretName | None = Field(
         default=None,
-        description="A Secret in the deploy namespace holding the public key under a key named "
-        "like the signature (for a shared deploy namespace, or Secrets ops provision).",
+        description="Refused: the function verifies every signature itself before it composes "
+        "anything, and a Secret in a deploy namespace cannot be read before that namespace is "
+        "composed. Public keys are not secret: give the key as publicKey.",
     )
 
     @model_validator(mode="after")
     def _one_key_source(self) -> OcmVerification:
-        if (self.publicKey is None) == (self.secretRef is None):
+        if self.secretRef is not None:
             raise ValueError(
-                f"signature {self.signature!r}: set exactly one of publicKey and secretRef"
+                f"signature {self.signature!r}: secretRef is not supported: the function "
+                "verifies signatures itself before composing anything and reads the key from "
+                "the policy (a Secret in the deploy namespace cannot exist before the first "
+                "reconcile composes that namespace); public keys are not secret, give it as "
+                "publicKey"
             )
-        if self.publicKey is not None and not self.publicKey.strip().startswith("-----BEGIN "):
+        if self.publicKey is None:
+            raise ValueError(f"signature {self.signature!r}: set publicKey")
+        if not self.publicKey.strip().startswith("-----BEGIN "):
             raise ValueError(
                 f"signature {self.signature!r}: publicKey must be PEM (-----BEGIN ...)"
             )
@@ -270,24 +280,20 @@ class OcmPolicy(Model):
     gate: bool = Field(
         default=True,
         description="Compose Flux objects only once the OCM Component is Ready at the resolved "
-        "version (and verifying every verify[] signature); until then, Flux objects keep what "
-        "they deploy.",
+        "version and reports the normalised descriptor digest the function computed (and "
+        "verifies every verify[] signature); until then, Flux objects keep what they deploy.",
     )
     interval: str = "10m"
     verify: list[OcmVerification] = Field(
         default_factory=list,
-        description="Signatures the OCM Component verifies (Component spec.verify). The gate "
-        "opens only once the Component is Ready with all of them configured. Needs enabled "
-        "and gate.",
+        description="Signatures every component must carry. The function verifies each one "
+        "(RSASSA-PKCS1-V1_5 or RSASSA-PSS over the descriptor digest it computes) before "
+        "composing anything, with or without OCM objects; the OCM Component verifies them too "
+        "(Component spec.verify) and, with the gate, Flux waits for it.",
     )
 
     @model_validator(mode="after")
-    def _verify_needs_the_gate(self) -> OcmPolicy:
-        if self.verify and not (self.enabled and self.gate):
-            raise ValueError(
-                "verify needs enabled and gate: only the gate makes verification guard what "
-                "Flux deploys"
-            )
+    def _unique_signatures(self) -> OcmPolicy:
         names = [v.signature for v in self.verify]
         if len(set(names)) != len(names):
             raise ValueError("verify lists a signature twice")

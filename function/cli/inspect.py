@@ -101,7 +101,13 @@ async def _digest_checks(src: Any, cv: Any, *, verify: bool) -> tuple[dict[str, 
 
 
 async def _report(
-    src: Any, loc: Any, source: str, constraint: str | None, *, verify: bool = True
+    src: Any,
+    loc: Any,
+    source: str,
+    constraint: str | None,
+    *,
+    verify: bool = True,
+    keys: list[tuple[str, str]] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     from function.inspect import configdata_resources, report
     from function.ocm.fetch import DEPLOYABLE_TYPES, fetch_deployable, fetch_file
@@ -123,9 +129,35 @@ async def _report(
             except SackError as e:
                 files[r.name] = e.message
     rep = report(
-        source, res, cv, configdata=configdata, deployable_files=files, digest_checks=checks
+        source,
+        res,
+        cv,
+        configdata=configdata,
+        deployable_files=files,
+        digest_checks=checks,
+        keys=keys or [],
     )
     return rep, failed
+
+
+def _public_keys(given: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``--public-key NAME=FILE`` values: (signature name, PEM text)."""
+    keys: list[tuple[str, str]] = []
+    for item in given:
+        name, sep, file = item.partition("=")
+        if not sep or not name or not file:
+            raise BadInput(f"--public-key {item}: expected NAME=FILE (signature name, PEM file)")
+        if any(name == k for k, _ in keys):
+            raise BadInput(f"--public-key {item}: signature {name} given twice")
+        try:
+            text = Path(file).read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            why = getattr(e, "strerror", None) or type(e).__name__
+            raise BadInput(f"--public-key {item}: {file}: {why}") from None
+        if "-----BEGIN " not in text:
+            raise BadInput(f"--public-key {item}: {file} is not PEM (-----BEGIN ...)")
+        keys.append((name, text))
+    return keys
 
 
 async def _extract(
@@ -251,6 +283,15 @@ async def _with_source(loc: Any, registry: str | None, work: Any, *, plain_http:
     help="Where --extract writes.",
 )
 @click.option("--force", is_flag=True, help="Let --extract overwrite what exists.")
+@click.option(
+    "--public-key",
+    "public_keys",
+    multiple=True,
+    metavar="NAME=FILE",
+    help="Verify signature NAME with the PEM RSA public key (or certificate) in FILE, as the "
+    "function does with the policy's ocm.verify; repeatable. A signature that does not verify "
+    "is shown, and the exit status is 1.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(
     "--skip-digest-check",
@@ -266,6 +307,7 @@ def inspect_cmd(
     extract: str | None,
     output_dir: str,
     force: bool,
+    public_keys: tuple[str, ...],
     as_json: bool,
     skip_digest_check: bool,
 ) -> None:
@@ -277,6 +319,7 @@ def inspect_cmd(
     Every blob the component holds is checked against its resource's digest; the report shows
     each check, and a failed one makes the exit status 1 (after the report).
     """
+    keys = _public_keys(public_keys)
     verify = not skip_digest_check
     try:
         loc = _location(source, plain_http=plain_http)
@@ -302,7 +345,7 @@ def inspect_cmd(
             return
 
         async def report_work(src: Any, loc: Any) -> Any:
-            return await _report(src, loc, source, wanted, verify=verify)
+            return await _report(src, loc, source, wanted, verify=verify, keys=keys)
 
         rep, failed = asyncio.run(_with_source(loc, registry, report_work, plain_http=plain_http))
     except SackError as e:
@@ -317,7 +360,17 @@ def inspect_cmd(
         from function.inspect import format_text
 
         sys.stdout.write(format_text(rep))
+    sigs = [
+        f"signature {s['name']!r} failed: {s['result']}"
+        for s in rep.get("signatures", [])
+        if s.get("verified") is False
+    ]
     if failed:
         sys.stdout.flush()
         more = f" (and {len(failed) - 1} more resource(s), shown above)" if len(failed) > 1 else ""
+        more += f"; {len(sigs)} signature(s) failed too, shown above" if sigs else ""
         raise BadInput(one_line(failed[0]) + more)
+    if sigs:
+        sys.stdout.flush()
+        more = f" (and {len(sigs) - 1} more signature(s), shown above)" if len(sigs) > 1 else ""
+        raise BadInput(one_line(sigs[0]) + more)

@@ -24,6 +24,7 @@ from function.compose import (
     flux,
     gates,
     images,
+    integrity,
     namespaces,
     ocmobjects,
     rbac,
@@ -205,6 +206,8 @@ def compose(inp: CoreInput) -> CoreOutput:
         raise ComponentError(
             f"component {cv.name}:{cv.version}", "no deployable resource was selected"
         )
+    # Nothing is composed from a descriptor whose policy signatures do not verify.
+    verified = integrity.check(policy, cv)
     # What was read was checked against the resource digests while loading (a mismatch never
     # loads); whether a resource without one may be used is the policy's call.
     digest_notes = [
@@ -275,7 +278,13 @@ def compose(inp: CoreInput) -> CoreOutput:
     waits = gates.namespace_waits(everything, inp.observed)
     desired = built.only({k for k in built if k not in waits})
     # Flux deploys once the gate opens and, the first time, once what must outlive it exists.
-    gate = gates.ocm_gate(policy, inp.observed.get(ocmobjects.key_component()), cv.version)
+    gate = gates.ocm_gate(
+        policy,
+        inp.observed.get(ocmobjects.key_component()),
+        cv.version,
+        cv.descriptor.raw,
+        verified.normalised,
+    )
     protected = [k for k, o in built.items() if o["kind"] in usages.PROTECTED_KINDS]
     ready_to_start = not waits and all(k in inp.observed for k in protected)
     plan = gates.plan_flux(flux_objs, inp.observed, gate, ready_to_start)
@@ -304,6 +313,8 @@ def compose(inp: CoreInput) -> CoreOutput:
             "configData.imagePairs: Warning",
         )
     )
+    if gate.warning:
+        notes.append(Note("Warning", "DescriptorDigestUnchecked", gate.warning))
     unused = unused_values_note(policy, flavour, cd, mutation)
     if unused is not None:
         notes.append(unused)
@@ -325,11 +336,12 @@ def compose(inp: CoreInput) -> CoreOutput:
         else:
             why = f"Flux objects wait for the OCM Component: {gate.why}"
         if not waits:  # while Namespaces are awaited, that is the news
-            notes.append(Note("Normal", "WaitingForOCMComponent", why))
+            severity = "Normal" if gate.reason == "WaitingForOCMComponent" else "Warning"
+            notes.append(Note(severity, gate.reason, why))
         if blocked is None:
             comp = desired.get(ocmobjects.key_component(), {}).get("metadata", {})
             name, ns = comp.get("name", ""), comp.get("namespace")
-            blocked = readiness.Blocker("Component", name, ns, "WaitingForOCMComponent", why)
+            blocked = readiness.Blocker("Component", name, ns, gate.reason, why)
     if blocked is None and plan.state == "withheld":  # defensive: always a blocker above
         kind = flux.kind_of(flavour)
         blocked = readiness.Blocker(kind, ctx.flux_name, deploy_ns, "Creating", "not created yet")
@@ -340,6 +352,11 @@ def compose(inp: CoreInput) -> CoreOutput:
             "constraint": spec.component.version,
             "version": cv.version,
             "descriptorDigest": cv.descriptor_digest,
+            **(
+                {"normalisedDigest": verified.normalised.to_status()}
+                if verified.normalised is not None
+                else {}
+            ),
             "repository": spec.component.repository,
         },
         "images": image_list,

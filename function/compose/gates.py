@@ -10,7 +10,10 @@ runs (a dropped object is deleted):
   Namespace is (transiently) missing from observed state.
 * **The OCM gate.** Flux objects deploy only what the OCM controllers vouch for: the
   Component Ready, at the version the function resolved, reconciled at its current
-  generation and, with ``ocm.verify``, verifying every policy signature. Until then Flux
+  generation, with ``ocm.verify`` verifying every policy signature, and reporting in
+  ``status.component.digest`` the normalised digest of the very descriptor the function read
+  (a tag moved between the two reads closes it). No digest, or one the function cannot
+  compute: closed with ``ocm.verify``, a Warning without. Until then Flux
   objects are not composed (first deployment) or keep the source digest and values they
   were observed with (every later version change), so a new chart or new values never reach
   Flux before the Component does.
@@ -31,7 +34,7 @@ from function.api.claim import Spec
 from function.api.policy import Policy
 from function.compose import flux, ocmobjects, readiness
 from function.errors import ComponentError, InvalidClaim
-from function.ocm import versions
+from function.ocm import normalisation, versions
 
 # Observed objects whose spec (and generation) the core reads: the Flux objects it may hold,
 # the OCM Component whose verify configuration the gate checks.
@@ -132,6 +135,68 @@ def namespace_waits(
 class Gate:
     open: bool
     why: str = ""
+    reason: str = "WaitingForOCMComponent"
+    warning: str = ""
+
+
+def _digest_gate(
+    policy: Policy,
+    reported: Any,
+    raw: Mapping[str, Any] | None,
+    known: normalisation.NormalisedDigest | None,
+) -> Gate:
+    """Open only when the Component verified the descriptor the function read: its
+    ``status.component.digest`` equals the function's digest in the same algorithm.
+    """
+    strict = bool(policy.ocm.verify)
+    have = isinstance(reported, Mapping) and reported.get("value")
+    norm = str(reported.get("normalisationAlgorithm") or "") if have else ""
+    hash_name = (
+        normalisation.canonical_hash(str(reported.get("hashAlgorithm") or "")) if have else None
+    )
+    if not have or normalisation.canonical_algorithm(norm) is None or hash_name is None:
+        what = (
+            "reports no descriptor digest (status.component.digest)"
+            if not have
+            else f"reports its descriptor digest in {reported.get('hashAlgorithm')!s:.40} "
+            f"{norm:.60}, which the function cannot compute"
+        )
+        if strict:
+            return Gate(
+                False,
+                f"the OCM Component {what}; with ocm.verify the gate stays closed",
+                "DescriptorDigestUnknown",
+            )
+        return Gate(
+            True,
+            warning=f"the OCM Component {what}: the gate cannot tell whether the controller "
+            "verified the descriptor the function read",
+        )
+    algo = normalisation.canonical_algorithm(norm)
+    try:
+        if (
+            known is not None
+            and known.hash_algorithm == hash_name
+            and normalisation.canonical_algorithm(known.normalisation_algorithm) == algo
+        ):
+            mine = known.value  # computed once per descriptor (compose/integrity.py)
+        else:
+            mine = normalisation.digest(raw or {}, norm, hash_name).value
+    except normalisation.NormalisationError as e:
+        if strict:
+            why = f"the function cannot normalise the descriptor: {e}"
+            return Gate(False, why, "DescriptorDigestUnknown")
+        return Gate(True, warning=f"the function cannot normalise the descriptor: {e}")
+    theirs = str(reported.get("value")).lower()
+    if mine != theirs:
+        return Gate(
+            False,
+            f"descriptor digest mismatch: the OCM Component verified {hash_name} {norm} "
+            f"{theirs[:128]}, the function read {mine} (the version's descriptor changed "
+            "between the two reads)",
+            "DescriptorDigestMismatch",
+        )
+    return Gate(True)
 
 
 def _has_verify(observed_spec: Any, wanted: list[dict[str, Any]]) -> list[str]:
@@ -140,8 +205,16 @@ def _has_verify(observed_spec: Any, wanted: list[dict[str, Any]]) -> list[str]:
     return [w["signature"] for w in wanted if not any(dict(v) == w for v in seen)]
 
 
-def ocm_gate(policy: Policy, observed: Mapping[str, Any] | None, version: str) -> Gate:
-    """Whether Flux may deploy ``version`` now, and if not, what is awaited."""
+def ocm_gate(
+    policy: Policy,
+    observed: Mapping[str, Any] | None,
+    version: str,
+    descriptor: Mapping[str, Any] | None = None,
+    known: normalisation.NormalisedDigest | None = None,
+) -> Gate:
+    """Whether Flux may deploy ``version`` (whose descriptor the function read as
+    ``descriptor``; ``known``: its digest already computed) now, and if not, what is awaited.
+    """
     if not (policy.ocm.enabled and policy.ocm.gate):
         return Gate(True)
     if observed is None:
@@ -167,7 +240,8 @@ def ocm_gate(policy: Policy, observed: Mapping[str, Any] | None, version: str) -
         return Gate(
             False, f"the OCM Component does not verify signature(s) {', '.join(missing)} yet"
         )
-    return Gate(True)
+    reported = ((observed.get("status") or {}).get("component") or {}).get("digest")
+    return _digest_gate(policy, reported, descriptor, known)
 
 
 # --------------------------------------------------------------------------- Flux objects

@@ -6,9 +6,11 @@ pinned to the version the function resolved, with ``downgradePolicy: Allow``: th
 already pins the version, so rolling back must not leave the Component stuck. Localized
 images are reported in XR status, not as one Resource each.
 
-With ``ocm.verify`` in the policy the Component verifies those signatures (``spec.verify``);
-the OCM controller then reports it Ready only for a version whose signatures verify, and the
-gate (compose/gates.py) opens only for such a Component.
+With ``ocm.verify`` in the policy the function verifies those signatures itself
+(compose/integrity.py) and the Component verifies them too (``spec.verify``); the OCM
+controller then reports it Ready only for a version whose signatures verify, and the gate
+(compose/gates.py) opens only for such a Component reporting the descriptor digest the
+function computed.
 """
 
 from __future__ import annotations
@@ -59,8 +61,6 @@ def verify(policy: OcmPolicy) -> list[dict[str, Any]]:
         if v.publicKey is not None:
             value = base64.b64encode(v.publicKey.encode()).decode()
             out.append({"signature": v.signature, "value": value})
-        elif v.secretRef is not None:
-            out.append({"signature": v.signature, "secretRef": {"name": v.secretRef.name}})
     return out
 
 

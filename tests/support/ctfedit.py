@@ -131,8 +131,20 @@ def rewritten(dest: Path, edit, version: str = "6.2.0") -> Path:
     return _rewrite(dest, version, edit)
 
 
-def descriptor_of(ctf: Path, version: str = "6.2.0") -> dict[str, Any]:
-    """The descriptor of ``version`` in the CTF at ``ctf``, found by walking from its tag."""
+def with_descriptor(dest: Path, edit, version: str = "6.2.0") -> Path:
+    """``dest``: a copy of the bundled CTF whose ``version``'s descriptor ``edit(descriptor)``
+    changed in place (signed, tampered with); the blobs it names stay as they are.
+    """
+
+    def change(ctf: Path, descriptor: dict[str, Any]) -> dict[str, tuple[str, int]]:
+        edit(descriptor)
+        return {}
+
+    return _rewrite(dest, version, change)
+
+
+def bundled_descriptor(version: str = "6.2.0", ctf: Path = CTF) -> dict[str, Any]:
+    """The descriptor of ``version`` in ``ctf`` (the bundled one by default), as stored."""
     index = json.loads((ctf / "artifact-index.json").read_text())
     (entry,) = [a for a in index["artifacts"] if a.get("tag") == version]
     (child,) = [m for m in _get(ctf, entry["digest"])["manifests"] if m.get("artifactType")]

@@ -11,12 +11,16 @@ its auth method preset to basic (anonymous here) so that it skips its HTTPS-only
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import io
+import json
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -48,9 +52,12 @@ def push(
     images: dict[str, str],
     *,
     plain_http: bool = True,
-) -> None:
+    sign: Callable[[dict[str, Any]], Any] | None = None,
+) -> dict[str, Any]:
     """Upload ``name:version`` to ``oci::http(s)://host/base``: ``blobs`` as localBlobs, ``images``
-    (resource name -> digest-pinned reference) as external ``ociImage`` resources."""
+    (resource name -> digest-pinned reference) as external ``ociImage`` resources. ``sign``
+    adds signatures to the descriptor as stored (support/signing.py ``sign``) before the
+    upload. Returns the descriptor as stored (a plain dict)."""
     import oci.client
     import ocm
     import ocm.upload
@@ -109,4 +116,17 @@ def push(
         componentReferences=[],
         resources=resources,
     )
-    ocm.upload.upload_component_descriptor(component, oci_client=client, on_exist="overwrite")
+    cd = ocm.ComponentDescriptor(meta=ocm.Metadata(), component=component, signatures=[])
+    raw = json.loads(json.dumps(dataclasses.asdict(cd), cls=ocm.EnumJSONEncoder))
+    if sign is not None:
+        sign(raw)
+        cd.signatures = [
+            ocm.Signature(
+                name=s["name"],
+                digest=ocm.DigestSpec(**s["digest"]),
+                signature=ocm.SignatureSpec(**s["signature"]),
+            )
+            for s in raw["signatures"]
+        ]
+    ocm.upload.upload_component_descriptor(cd, oci_client=client, on_exist="overwrite")
+    return raw

@@ -102,6 +102,26 @@ class Kube:
             headers={"Content-Type": "application/apply-patch+yaml"},
         )
 
+    def apply_status(self, obj: dict, status: dict, manager: str = MANAGER) -> dict:
+        """Server-side apply of ``status`` to the status subresource (what a controller writes)."""
+        m = obj["metadata"]
+        patch = {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "metadata": {
+                "name": m["name"],
+                **({"namespace": m["namespace"]} if m.get("namespace") else {}),
+            },
+            "status": status,
+        }
+        return self.request(
+            "PATCH",
+            self.ref_path(obj) + "/status",
+            params={"fieldManager": manager, "force": "true", "fieldValidation": "Strict"},
+            content=json.dumps(patch),
+            headers={"Content-Type": "application/apply-patch+yaml"},
+        )
+
     def get(
         self,
         obj_or_api: dict | str,
