@@ -201,6 +201,19 @@ class PolicyRule(Model):
     verbs: list[str] = Field(min_length=1, max_length=10)
     resourceNames: list[str] = Field(default_factory=list, max_length=50)
 
+    def to_rbac(self) -> dict[str, Any]:
+        """The rule as a Role or ClusterRole writes it: the deployer Roles and Crossplane's
+        ClusterRole must grant the very same rule, so both take it from here.
+        """
+        out: dict[str, Any] = {
+            "apiGroups": list(self.apiGroups),
+            "resources": list(self.resources),
+            "verbs": list(self.verbs),
+        }
+        if self.resourceNames:
+            out["resourceNames"] = list(self.resourceNames)
+        return out
+
 
 class Rbac(Model):
     extraRules: list[PolicyRule] = Field(

@@ -158,15 +158,7 @@ def crossplane_cluster_role(policy: Policy | None = None) -> dict[str, Any]:
     policy = policy or Policy()
     rules = [{"apiGroups": [g], "resources": r, "verbs": list(_RW)} for g, r in _COMPOSED_KINDS]
     granted = list(policy.rbac.deployerRules) + list(policy.rbac.allowedExtraRules)
-    for r in granted:
-        rule: dict[str, Any] = {
-            "apiGroups": list(r.apiGroups),
-            "resources": list(r.resources),
-            "verbs": list(r.verbs),
-        }
-        if r.resourceNames:
-            rule["resourceNames"] = list(r.resourceNames)
-        rules.append(rule)
+    rules.extend(r.to_rbac() for r in granted)
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",

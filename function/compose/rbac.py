@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from function.api.claim import PolicyRule
 from function.compose import collisions, names
 from function.compose.context import Context
 
@@ -40,17 +39,6 @@ def key_rolebinding(namespace: str | None) -> str:
 def storage_rule() -> dict[str, Any]:
     """Helm's release storage: Secrets in its storage namespace."""
     return {"apiGroups": [""], "resources": ["secrets"], "verbs": list(_RW)}
-
-
-def _rule(r: PolicyRule) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "apiGroups": list(r.apiGroups),
-        "resources": list(r.resources),
-        "verbs": list(r.verbs),
-    }
-    if r.resourceNames:
-        out["resourceNames"] = list(r.resourceNames)
-    return out
 
 
 def _role_pair(
@@ -87,8 +75,8 @@ def build(ctx: Context) -> collisions.Objects:
             "the deployer",
         )
     )
-    rules = [_rule(r) for r in ctx.policy.rbac.deployerRules]
-    extra = [_rule(r) for r in (ctx.spec.rbac.extraRules if ctx.spec.rbac else [])]
+    rules = [r.to_rbac() for r in ctx.policy.rbac.deployerRules]
+    extra = [r.to_rbac() for r in (ctx.spec.rbac.extraRules if ctx.spec.rbac else [])]
     helm = ctx.flavour == "helm"
     storage = ctx.helm_storage_namespace
     for i, ns in enumerate(ctx.targets):
