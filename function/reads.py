@@ -63,29 +63,30 @@ def view(req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionRequest:
     return v
 
 
-def key(v: fnv1.RunFunctionRequest) -> bytes:
-    """The reuse key of a :func:`view`: SHA-256 of its deterministic serialization, tag left out."""
-    tag = v.meta.tag
-    v.meta.tag = ""
+def _content_digest(msg: fnv1.RunFunctionRequest) -> bytes:
+    """SHA-256 of the deterministic serialization with ``meta.tag`` left out (the tag is
+    computed before required resources are filled in, so it never stands for content).
+    """
+    tag = msg.meta.tag
+    msg.meta.tag = ""
     try:
-        data = v.SerializeToString(deterministic=True)
+        data = msg.SerializeToString(deterministic=True)
     finally:
-        v.meta.tag = tag
+        msg.meta.tag = tag
     return hashlib.sha256(data).digest()
+
+
+def key(v: fnv1.RunFunctionRequest) -> bytes:
+    """The reuse key of a :func:`view`."""
+    return _content_digest(v)
 
 
 def exact_key(req: fnv1.RunFunctionRequest) -> bytes:
-    """SHA-256 of the request's exact content (deterministic serialization, tag left out):
-    cheaper than :func:`view`, and a function of the content like it, so it can stand for
-    the view's :func:`key` of a request seen before (``Responses.alias``).
+    """The digest of the request's exact content: cheaper than :func:`view`, and a function
+    of the content like it, so it can stand for the view's :func:`key` of a request seen
+    before (``Responses.alias``).
     """
-    tag = req.meta.tag
-    req.meta.tag = ""
-    try:
-        data = req.SerializeToString(deterministic=True)
-    finally:
-        req.meta.tag = tag
-    return hashlib.sha256(data).digest()
+    return _content_digest(req)
 
 
 def _xr(s: struct_pb2.Struct) -> None:

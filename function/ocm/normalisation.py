@@ -31,7 +31,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -373,8 +373,10 @@ def _v1(doc: Mapping[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- serialisations
 
 
-def jcs(value: Any) -> str:
-    """RFC 8785 canonical JSON (numbers as IEEE doubles, keys in UTF-16 code-unit order)."""
+def _scalar(value: Any, quote: Callable[[str], str]) -> str | None:
+    """A JSON scalar as both serialisations write it (they differ only in string escaping);
+    None for a mapping or a list.
+    """
     if value is None:
         return "null"
     if value is True:
@@ -384,9 +386,17 @@ def jcs(value: Any) -> str:
     if isinstance(value, int | float):
         return number(value)
     if isinstance(value, str):
-        return _string(value)
+        return quote(value)
     if isinstance(value, _dt.datetime | _dt.date):
-        return _string(_timestamp(value))
+        return quote(_timestamp(value))
+    return None
+
+
+def jcs(value: Any) -> str:
+    """RFC 8785 canonical JSON (numbers as IEEE doubles, keys in UTF-16 code-unit order)."""
+    scalar = _scalar(value, _string)
+    if scalar is not None:
+        return scalar
     if isinstance(value, Mapping):
         items = sorted(((str(k), v) for k, v in value.items() if v is not None), key=_utf16)
         return "{" + ",".join(f"{_string(k)}:{jcs(v)}" for k, v in items) + "}"
@@ -453,18 +463,9 @@ def _entries_json(value: Any) -> str:
     """The OCM v1 library's entry normalisation: a mapping is a key-sorted list of
     ``{key: value}``.
     """
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int | float):
-        return number(value)
-    if isinstance(value, str):
-        return _go_string(value)
-    if isinstance(value, _dt.datetime | _dt.date):
-        return _go_string(_timestamp(value))
+    scalar = _scalar(value, _go_string)
+    if scalar is not None:
+        return scalar
     if isinstance(value, Mapping):
         items = sorted(((str(k), v) for k, v in value.items()), key=lambda kv: kv[0].encode())
         entries = ("{" + f"{_go_string(k)}:{_entries_json(v)}" + "}" for k, v in items)
