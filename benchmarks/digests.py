@@ -66,9 +66,9 @@ def main() -> int:
     from crossplane.function import logging as sdklogging
 
     from function.cache import Cache
-    from function.fn import FunctionRunner
-    from function.render import input_from_composition, load_docs, render
-    from function.sources import SourceFactory
+    from function.edge.fn import FunctionRunner
+    from function.edge.render import input_from_composition, load_docs, render
+    from function.edge.sources import SourceFactory
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=40)

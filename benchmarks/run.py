@@ -74,8 +74,8 @@ from google.protobuf import json_format  # noqa: E402
 from registry import Registry, find_binary  # noqa: E402
 
 from function.cache import Cache  # noqa: E402
-from function.fn import FunctionRunner  # noqa: E402
-from function.sources import SourceFactory  # noqa: E402
+from function.edge.fn import FunctionRunner  # noqa: E402
+from function.edge.sources import SourceFactory  # noqa: E402
 
 SERVERS = ("sack8s", "sack8s-compute", "floor", "pythonic", "go-templating")
 #: sack8s with answer reuse off (--response-bytes 0): what a changed request costs.

@@ -20,7 +20,7 @@ operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``
   none bound, nothing is memoised (the CLI, a direct call in a test).
 
 * :class:`Responses`, whole **serialized answers**, keyed by the content of the request the
-  function reads (function/reads.py) and kept with the short-lived facts they rest on (see
+  function reads (function/edge/reads.py) and kept with the short-lived facts they rest on (see
   the class): the steady-state reconcile of an unchanged claim costs a parse, a projection, a
   hash and a lookup.
 
@@ -455,7 +455,7 @@ class Responses:
 
     Crossplane reconciles every claim about once a minute and never sends the same bytes
     twice (Go writes protobuf maps in random order), but in steady state the *content* the
-    function reads is unchanged. The key is :func:`function.reads.key` of the request's view
+    function reads is unchanged. The key is :func:`function.edge.reads.key` of the request's view
     (what the function reads, and nothing else: churn such as ``resourceVersion`` or an
     unrelated status field still hits); the answer is a pure function of that view and of the
     short-lived registry facts read while computing it (content read by digest never

@@ -119,7 +119,7 @@ class Budget:
 
 @functools.cache
 def _example() -> tuple[dict[str, Any], dict[str, Any]]:
-    from function.render import input_from_composition, load_docs
+    from function.edge.render import input_from_composition, load_docs
 
     xr = load_docs([REPO / "examples/xr.yaml"])[0]
     policy = input_from_composition(
@@ -163,7 +163,7 @@ def as_claim(
 
 @functools.cache
 def observed_helm() -> tuple[dict[str, Any], ...]:
-    from function.render import load_docs
+    from function.edge.render import load_docs
 
     return tuple(load_docs([REPO / "examples/observed/helm"]))
 

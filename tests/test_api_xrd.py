@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from function.api.xrd import crossplane_cluster_role, input_crd, xrd_cluster, xrd_legacy_claims
 from function.cli import main
-from function.render import dump_yaml, load_docs
+from function.edge.render import dump_yaml, load_docs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,7 +26,7 @@ COMMITTED = {
 
 
 def test_example_crossplane_role_matches_the_example_policy() -> None:
-    from function.fn import parse_policy
+    from function.edge.fn import parse_policy
 
     policy = parse_policy(load_docs([REPO / "examples/policy.yaml"])[0])
     assert (REPO / "examples/crossplane-rbac.yaml").read_text() == dump_yaml(
@@ -35,7 +35,7 @@ def test_example_crossplane_role_matches_the_example_policy() -> None:
 
 
 def test_compositions_carry_the_example_policy() -> None:
-    from function.render import input_from_composition
+    from function.edge.render import input_from_composition
 
     policy = load_docs([REPO / "examples/policy.yaml"])[0]
     for f in ("examples/composition.yaml", "examples/composition-claim.yaml"):
@@ -143,8 +143,8 @@ def test_spec_covers_the_api() -> None:
 
 
 def test_examples_parse_against_models() -> None:
-    from function.fn import parse_policy, parse_spec
-    from function.render import claim_to_xr, input_from_composition
+    from function.edge.fn import parse_policy, parse_spec
+    from function.edge.render import claim_to_xr, input_from_composition
 
     for f in ("examples/xr.yaml", "examples/xr-kustomize.yaml", "examples/claim.yaml"):
         parse_spec(claim_to_xr(load_docs([REPO / f])[0]))

@@ -266,7 +266,7 @@ def test_real_subprocess(fixtures_dir):
 
 
 def test_a_warning_only_the_engine_gives_is_printed(tmp_path):
-    """The function's own warning when no rule addresses a file of the deployable (deploy.py)."""
+    """The function's own warning when no rule addresses a file of the deployable (fluxmutation.py)."""
     cd = write_cd(
         tmp_path,
         "localization:\n- {file: deployment.yaml, resource: {name: image}, image: spec.x}\n",
@@ -292,10 +292,10 @@ def test_new_engine_warnings_show_up_without_changes_to_check(monkeypatch):
     by its rule when it names one."""
     import dataclasses
 
-    from function.configdata import deploy, engine
+    from function.configdata import engine, fluxmutation
     from function.configdata.findings import Finding
 
-    real_plan, real_mutation = engine.plan, deploy.mutation_for
+    real_plan, real_mutation = engine.plan, fluxmutation.mutation_for
 
     def plan(*a, **kw):
         p = real_plan(*a, **kw)
@@ -313,7 +313,7 @@ def test_new_engine_warnings_show_up_without_changes_to_check(monkeypatch):
         )
 
     monkeypatch.setattr(engine, "plan", plan)
-    monkeypatch.setattr(deploy, "mutation_for", mutation_for)
+    monkeypatch.setattr(fluxmutation, "mutation_for", mutation_for)
     r = check("--config-data", str(CD), "--component", SOURCE)
     assert r.exit_code == 0
     got = findings(r)

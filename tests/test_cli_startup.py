@@ -26,7 +26,7 @@ HEAVY = (
     "httpx",
     "jsonschema",
     "pydantic",
-    "function.fn",
+    "function.edge.fn",
     "structlog",
     "prometheus_client",
 )
@@ -128,9 +128,9 @@ def test_the_lazy_table_matches_the_commands():
     from function.api.policy import INPUT_GROUP
     from function.api.xrd import DEFAULT_GROUP
     from function.cli import COMMANDS, command
-    from function.cli.mutate import MAX_BYTES
+    from function.cli.common import MAX_BYTES
     from function.cli.xrd import DEFAULT_GROUP as XRD_DEFAULT_GROUP
-    from function.render import INPUT_GROUP as RENDER_INPUT_GROUP
+    from function.edge.render import INPUT_GROUP as RENDER_INPUT_GROUP
     from function.yamlio import MAX_BYTES as YAML_MAX_BYTES
 
     for name, (_, _, short) in COMMANDS.items():
@@ -149,8 +149,9 @@ def test_serve_declares_the_sdks_standard_flags_and_the_caches_defaults():
     import click
     from crossplane.function import cli as sdkcli
 
-    from function import cache, metrics
+    from function import cache
     from function.cli import serve
+    from function.edge import metrics
 
     @click.command()
     @sdkcli.standard_options

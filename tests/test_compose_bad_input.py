@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from function.render import input_from_composition, load_docs, render
+from function.edge.render import input_from_composition, load_docs, render
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -374,7 +374,7 @@ def test_fatal_on_second_reconcile_keeps_desired_untouched() -> None:
     """A Fatal returns the desired state it received, so Crossplane changes nothing live."""
     from crossplane.function import resource
 
-    from function.fn import FunctionRunner
+    from function.edge.fn import FunctionRunner
 
     xr, policy = example()
     xr["spec"]["namespaces"][0]["name"] = "kube-system"

@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from function.compose import durations
+from function.edge.render import claim_to_xr, input_from_composition, load_docs, render
 from function.errors import InvalidPolicy
-from function.render import claim_to_xr, input_from_composition, load_docs, render
 
 REPO = Path(__file__).resolve().parents[1]
 DURATION_FIELDS = {"interval", "retryInterval", "timeout", "refreshInterval"}

@@ -14,7 +14,7 @@ from support.invariants import check_render
 from support.settle import converge
 
 from function.compose import names
-from function.render import claim_to_xr, input_from_composition, load_docs, render
+from function.edge.render import claim_to_xr, input_from_composition, load_docs, render
 
 REPO = Path(__file__).resolve().parents[1]
 

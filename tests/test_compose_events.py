@@ -19,7 +19,7 @@ from support.settle import converge, with_status
 
 from function.compose.events import Note, to_emit
 from function.compose.readiness import Blocker
-from function.render import input_from_composition, load_docs, render
+from function.edge.render import input_from_composition, load_docs, render
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,8 +17,8 @@ from support.signing import public_pem, sign
 from support.structural import Validator
 
 from function.compose import gates, namespaces
+from function.edge.render import input_from_composition, load_docs, render
 from function.ocm import normalisation
-from function.render import input_from_composition, load_docs, render
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "crossplane.io/composition-resource-name"

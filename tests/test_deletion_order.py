@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from support.settle import converge
 
-from function.render import claim_to_xr, input_from_composition, load_docs
+from function.edge.render import claim_to_xr, input_from_composition, load_docs
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTER_SCOPED = {"Namespace", "ClusterUsage"}

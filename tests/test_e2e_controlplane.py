@@ -64,9 +64,9 @@ from support.gardener_component import Blob, push, tgz
 from support.kube import MANAGER, ApiError, Kube, condition, key
 
 from function.compose import durations, readiness
-from function.fn import FunctionRunner
-from function.render import claim_to_xr, load_docs
-from function.render import render as render_in_process
+from function.edge.fn import FunctionRunner
+from function.edge.render import claim_to_xr, load_docs
+from function.edge.render import render as render_in_process
 
 pytestmark = pytest.mark.e2e
 
@@ -543,7 +543,7 @@ def rank(obj: dict) -> tuple:
 
 def render(case: Case, xr_file: Path, observed: Path | list[dict] | None = None) -> Render:
     """``sack8s render`` of the case, as a user runs it. With observed objects given as a list:
-    the function the command calls (``function.render.render``, a fresh runner) in this process,
+    the function the command calls (``function.edge.render.render``, a fresh runner) in this process,
     without a process start-up and a YAML round trip of every object read back."""
     if isinstance(observed, list):
         sdklogging.configure(sdklogging.Level.DISABLED)  # as `sack8s render` does

@@ -32,9 +32,9 @@ from support.settle import converge
 from test_soak import namespaces_required
 
 from function.cache import Cache
-from function.fn import FunctionRunner
-from function.render import input_from_composition, load_docs, render
-from function.sources import SourceFactory
+from function.edge.fn import FunctionRunner
+from function.edge.render import input_from_composition, load_docs, render
+from function.edge.sources import SourceFactory
 
 pytestmark = pytest.mark.registry
 

@@ -40,7 +40,7 @@ from support.registry import RegistryServer
 from support.settle import converge
 from support.tlsca import make_pki
 
-from function.render import load_docs
+from function.edge.render import load_docs
 
 pytestmark = pytest.mark.registry
 

@@ -12,7 +12,7 @@ runs exactly as Crossplane's function Deployment does (uid 2000, no arguments,
 * Crossplane's view: with mTLS (``--tls-certs-dir``; CA, server and client certificates made
   here by ``support/tlsca.py``), every example (``xr.yaml``, ``xr-kustomize.yaml`` with and
   without observed state, ``claim.yaml`` with its required ConfigMap) rendered over gRPC by the
-  container equals, byte for byte, the in-process render (``function/render.py``: the same
+  container equals, byte for byte, the in-process render (``function/edge/render.py``: the same
   requirement loop, only the transport differs). The component comes from a real registry:
   Debian's ``docker-registry`` over TLS on a free loopback port, holding the example CTF pushed
   by ``support/ctfpush.py`` (gardener-ocm's OCI client). A client without a certificate is
@@ -72,9 +72,9 @@ from support.registry import RegistryServer, free_port
 from support.tlsca import client_cert, make_pki
 from test_soak import CONCURRENCY, SOAK_ARGS, drive, mix, request, soak
 
-from function.fn import FunctionRunner
-from function.render import claim_to_xr, input_from_composition, load_docs, render
-from function.structs import to_dict
+from function.edge.fn import FunctionRunner
+from function.edge.render import claim_to_xr, input_from_composition, load_docs, render
+from function.edge.structs import to_dict
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

@@ -19,7 +19,7 @@ import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from support.settle import converge
 
-from function.render import claim_to_xr, input_from_composition, load_docs, render
+from function.edge.render import claim_to_xr, input_from_composition, load_docs, render
 
 REPO = Path(__file__).resolve().parents[1]
 DIGEST = "sha256:11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1"

@@ -11,7 +11,7 @@ checked against its resource's ``digest``. Each blob is tampered with in turn, t
   storage, a component directory's named blob).
 
 Each is refused by name (component, resource, both digests) through RunFunction
-(``function.render.render``) and the CLI (``render``, ``inspect``, ``localize``), from a CTF, a
+(``function.edge.render.render``) and the CLI (``render``, ``inspect``, ``localize``), from a CTF, a
 component directory and a real registry (Debian's ``docker-registry``, pushed with
 gardener-ocm as ``tests/test_image.py`` does). The untampered component composes, and
 ``--skip-digest-check`` (tests only) lets a tampered one through with a Warning per resource.
@@ -43,11 +43,11 @@ from support.tlsca import make_pki
 
 from function.cache import Cache
 from function.cli import main
-from function.fn import FunctionRunner
+from function.edge.fn import FunctionRunner
+from function.edge.render import Rendered, load_docs, render
+from function.edge.sources import SourceFactory
 from function.ocm import digests
 from function.ocm.model import Digest, Resource
-from function.render import Rendered, load_docs, render
-from function.sources import SourceFactory
 
 COMPONENT = "acme.org/sack8s/podinfo"
 XR_HELM = REPO / "examples" / "xr.yaml"

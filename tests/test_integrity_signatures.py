@@ -24,9 +24,9 @@ from support.ctfedit import bundled_descriptor, with_descriptor
 from support.settle import converge, settle
 from support.signing import PKCS1V15, PSS, gardener_v1_digest, public_pem, sign
 
+from function.edge.render import input_from_composition, load_docs, render
 from function.ocm import normalisation as n
 from function.ocm import signatures
-from function.render import input_from_composition, load_docs, render
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "crossplane.io/composition-resource-name"

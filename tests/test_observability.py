@@ -1,6 +1,6 @@
 """Observability (issue 12, requirement 6): Prometheus metrics and request-scoped structured logs.
 
-* ``function/metrics.py``: requests by outcome, duration, results by severity and reason,
+* ``function/edge/metrics.py``: requests by outcome, duration, results by severity and reason,
   registry latency (real registry), cache statistics; exposed only with
   ``--metrics-address`` / ``SACK8S_METRICS_ADDRESS``.
 * Every log line written while a request runs -- by ``fn.py`` itself, by deeper modules
@@ -29,11 +29,11 @@ from support.oci_env import fault_proxy, fixture_registry, proxy
 from support.registry import free_port
 from test_soak import Server, claim, drive, request
 
-from function import metrics
 from function.cache import Cache
-from function.fn import FunctionRunner
-from function.render import render
-from function.sources import SourceFactory
+from function.edge import metrics
+from function.edge.fn import FunctionRunner
+from function.edge.render import render
+from function.edge.sources import SourceFactory
 
 
 def sample(text: str, name: str, labels: dict[str, str] | None = None) -> float:
@@ -251,7 +251,7 @@ def test_every_log_line_of_a_request_carries_the_claim(caplog: pytest.LogCapture
         del ok["spec"]["values"]["inline"]["extra"]
         asyncio.run(render(ok, policy, runner=runner()))
         # A stdlib line from a deeper module, inside a request's context.
-        from function.fn import bridge_stdlib_logging
+        from function.edge.fn import bridge_stdlib_logging
 
         bridge_stdlib_logging()
 

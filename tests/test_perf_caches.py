@@ -20,14 +20,14 @@ import pytest
 from function.api.claim import Spec
 from function.cache import Cache, Lru, Memos, digest, files_digest
 from function.configdata.configure import validator_for
-from function.configdata.deploy import mutation_for
+from function.configdata.fluxmutation import mutation_for
 from function.configdata.model import parse_configdata
 from function.configdata.yamlfile import apply, dump_file, load_file
+from function.edge.fn import parse_policy
+from function.edge.render import input_from_composition, load_docs
+from function.edge.sources import SourceFactory, claim_repository
 from function.errors import InvalidConfigData, InvalidValues
-from function.fn import parse_policy
 from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
-from function.render import input_from_composition, load_docs
-from function.sources import SourceFactory, claim_repository
 from function.yamlio import YamlError, load_all
 
 REPO = Path(__file__).resolve().parents[1]
@@ -187,7 +187,7 @@ def test_the_schema_violations_policy_is_part_of_the_mutation_key(memos):
 
 
 def test_values_that_json_cannot_tell_apart_are_not_memoised_together():
-    from function.configdata.deploy import MutationInput, _memo_key
+    from function.configdata.fluxmutation import MutationInput, _memo_key
     from function.ocm.access import image_table
 
     def key(values: Any) -> Any:
@@ -220,8 +220,8 @@ def test_errors_are_never_cached(memos):
 
 def test_a_cached_mutation_is_not_changed_by_its_users():
     """compose copies what it changes; the memoised object stays what the engine computed."""
-    from function.fn import FunctionRunner
-    from function.render import render
+    from function.edge.fn import FunctionRunner
+    from function.edge.render import render
 
     xr = load_docs([REPO / "examples/xr-kustomize.yaml"])[0]
     policy = input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "c")

@@ -15,7 +15,7 @@ from function.api.claim import Deployable
 from function.compose import names
 from function.compose.identity import Identity
 from function.compose.objectnames import ObjectNames
-from function.render import render
+from function.edge.render import render
 
 HASHED_XR_RELEASE = "podinfo-obgz2gquadlvchpzhw4h"  # the bundled XR (no claim): unchanged
 

@@ -2,7 +2,7 @@
 
 Generated claims, function inputs (policies), required resources (namespaces, the values
 ConfigMap), observed state, ConfigData files, values and component descriptors -- valid and
-invalid -- are fed to the real ``FunctionRunner`` in-process (``function.render.render``, the
+invalid -- are fed to the real ``FunctionRunner`` in-process (``function.edge.render.render``, the
 loop ``crossplane render`` runs). Components come from the offline CTF mirror the example
 policy maps, or from a generated component directory (``function/ocm/directory.py``).
 
@@ -52,9 +52,9 @@ from support.invariants import Claim, check_render
 
 from function.api.claim import Status
 from function.cache import Cache
-from function.fn import FunctionRunner
-from function.render import Rendered, render
-from function.sources import SourceFactory
+from function.edge.fn import FunctionRunner
+from function.edge.render import Rendered, render
+from function.edge.sources import SourceFactory
 
 CTF_BLOBS = REPO / "examples/component/ctf/blobs"
 DESCRIPTOR_BLOB = example_component.version().descriptor

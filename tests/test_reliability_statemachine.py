@@ -47,10 +47,10 @@ from hypothesis_profiles import REPO, STATEFUL, example
 from support import example_component
 
 from function.cache import Cache
+from function.edge.fn import FunctionRunner
+from function.edge.sources import SourceFactory
 from function.errors import SourceUnavailable
-from function.fn import FunctionRunner
 from function.ocm import versions
-from function.sources import SourceFactory
 
 CTF = REPO / "examples/component/ctf"
 CONFIG_BLOB = example_component.version().path("config").name

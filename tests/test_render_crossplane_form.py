@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 
 from function.cli import main
-from function.render import CONDITION_TIME, composed_metadata
+from function.edge.render import CONDITION_TIME, composed_metadata
 
 REPO = Path(__file__).resolve().parents[1]
 XR, COMP, FUNCTIONS = "examples/xr.yaml", "examples/composition.yaml", "examples/functions.yaml"

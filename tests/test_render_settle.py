@@ -19,9 +19,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from function import settle as settling
 from function.cli import main
-from function.render import claim_to_xr, input_from_composition, load_docs
+from function.edge import settle as settling
+from function.edge.render import claim_to_xr, input_from_composition, load_docs
 
 REPO = Path(__file__).resolve().parents[1]
 DIGEST = {

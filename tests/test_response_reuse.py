@@ -1,6 +1,6 @@
 """Answers reused for identical requests (issue 21): only while nothing they rest on changed.
 
-The server (function/server.py) keeps a composed answer under the SHA-256 of the request
+The server (function/edge/server.py) keeps a composed answer under the SHA-256 of the request
 bytes with the short-lived registry facts it read. These tests drive it over gRPC, as
 Crossplane does, against a real registry, and prove the cache is never wrong: any change in
 the request that the output depends on -- an observed object, the XR's status, a credential,
@@ -25,10 +25,10 @@ from support.examples import COMPOSITION, EXAMPLES, load
 from support.oci_env import fixture_registry
 
 from function.cache import Cache, Responses
-from function.fn import FunctionRunner
-from function.render import input_from_composition
-from function.server import build_server
-from function.sources import SourceFactory
+from function.edge.fn import FunctionRunner
+from function.edge.render import input_from_composition
+from function.edge.server import build_server
+from function.edge.sources import SourceFactory
 
 pytestmark = pytest.mark.registry
 

@@ -1,4 +1,4 @@
-"""The reuse key is the content the function reads (function/reads.py), not the bytes or the tag.
+"""The reuse key is the content the function reads (function/edge/reads.py), not the bytes or the tag.
 
 Crossplane serializes every request afresh in Go's random map order and sets ``meta.tag`` to a
 hash computed before required resources are resolved, so neither the bytes nor the tag name
@@ -25,12 +25,12 @@ from support.goorder import go_order
 from support.oci_env import fixture_registry
 from test_response_reuse import Clock, Served, composed, fatal, request
 
-from function import reads
 from function.cache import Cache
 from function.compose import ocmobjects
-from function.fn import FunctionRunner
-from function.render import input_from_composition
-from function.sources import SourceFactory
+from function.edge import reads
+from function.edge.fn import FunctionRunner
+from function.edge.render import input_from_composition
+from function.edge.sources import SourceFactory
 
 COMPONENT = ocmobjects.key_component()
 READY = {

@@ -51,9 +51,9 @@ from support.settle import converge
 from function.cache import Cache
 from function.cli import main as cli_main
 from function.compose import selfcontained
-from function.fn import FunctionRunner
-from function.render import Rendered, load_docs, render
-from function.sources import SourceFactory
+from function.edge.fn import FunctionRunner
+from function.edge.render import Rendered, load_docs, render
+from function.edge.sources import SourceFactory
 
 CPU_SECONDS = 5.0  # a refusal is cheap: benign renders take 0.05-0.5 s of CPU
 METADATA = "169.254.169.254"

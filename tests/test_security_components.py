@@ -2,7 +2,7 @@
 
 Everything inside a component is written by a service team. Each case publishes a component
 (a component directory, the example's blobs with one thing changed) and renders it through
-RunFunction (``function.render.render``); each asserts either one bounded refusal (a Fatal
+RunFunction (``function.edge.render.render``); each asserts either one bounded refusal (a Fatal
 naming the component, resource, file and bound, never an InternalError) or a render that
 stays correct, and the CPU the process spent on it (``time.process_time``: every thread of
 this process, not the wall clock). Benign renders take 0.05-0.5 s of CPU; the bound here is
@@ -37,9 +37,9 @@ from test_security_hostile import (
 )
 
 from function.cache import Cache
-from function.fn import FunctionRunner
-from function.render import Rendered, render
-from function.sources import SourceFactory
+from function.edge.fn import FunctionRunner
+from function.edge.render import Rendered, render
+from function.edge.sources import SourceFactory
 
 CPU_SECONDS = 3.0  # per hostile render; benign ones take 0.05-0.5 s
 COMPONENT = "acme.org/sack8s/podinfo:6.2.0"

@@ -1,7 +1,7 @@
 """Hostile input, refused fast and clearly (issue 12, requirement 3) -- what other tests miss.
 
 The full matrix, with the existing test covering each item, is in ``docs/reliability.md``.
-Every case goes through RunFunction (``function.render.render``) unless it is a parser fuzz,
+Every case goes through RunFunction (``function.edge.render.render``) unless it is a parser fuzz,
 and asserts the one Fatal's message. Product bugs found here were pinned with ``xfail(strict=True)``
 with the input, the exception and the file:line in the reason (the lead fixes them).
 """
@@ -32,10 +32,10 @@ from support import example_component
 from support.settle import reporting
 
 from function.cache import Cache
+from function.edge.fn import FunctionRunner
+from function.edge.render import Rendered, render
+from function.edge.sources import SourceFactory
 from function.errors import SackError
-from function.fn import FunctionRunner
-from function.render import Rendered, render
-from function.sources import SourceFactory
 
 CTF_BLOBS = REPO / "examples/component/ctf/blobs"
 DESCRIPTOR_BLOB = example_component.version().descriptor

@@ -38,9 +38,9 @@ from support.oci_env import (
 from test_soak import Server, claim, drive, request
 
 from function.cache import Cache
-from function.fn import FunctionRunner
-from function.render import render
-from function.sources import SourceFactory
+from function.edge.fn import FunctionRunner
+from function.edge.render import render
+from function.edge.sources import SourceFactory
 
 SACK8S = str(Path(sys.executable).with_name("sack8s"))
 USER_MARKER = "sack8s-leak-user-4b1d"

@@ -5,7 +5,7 @@ there, against a strict policy. A row either expects exactly one Fatal naming th
 at fault (nothing else comes back: no partial desired state), or -- where the function
 neutralises rather than refuses -- a successful render on which every tenancy invariant of
 ``tests/support/invariants.py`` holds, plus the row's own assertion on the output. Rows run
-through RunFunction in-process (``function.render.render``); the rows marked ``cli`` run
+through RunFunction in-process (``function.edge.render.render``); the rows marked ``cli`` run
 again through ``sack8s render`` in a subprocess. Positive controls (legitimate claims of the
 same shape) sit next to the attacks, so a fix that refuses everything fails too.
 
@@ -48,9 +48,9 @@ from support.invariants import Ledger, check_render, key_of
 from support.settle import settle
 
 from function.cache import Cache
-from function.fn import FunctionRunner
-from function.render import Rendered, claim_to_xr, render
-from function.sources import SourceFactory
+from function.edge.fn import FunctionRunner
+from function.edge.render import Rendered, claim_to_xr, render
+from function.edge.sources import SourceFactory
 
 REPO = Path(__file__).resolve().parents[1]
 CTF = REPO / "examples/component/ctf"
@@ -1696,7 +1696,7 @@ def test_collision_search_with_the_product_key_functions() -> None:
 
 @pytest.mark.parametrize("case", ["helm", "kustomize"])
 def test_bundled_examples_keep_the_invariants(case: str) -> None:
-    from function.render import input_from_composition, load_docs
+    from function.edge.render import input_from_composition, load_docs
 
     xr = load_docs(
         [REPO / ("examples/xr.yaml" if case == "helm" else "examples/xr-kustomize.yaml")]

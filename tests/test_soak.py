@@ -172,7 +172,7 @@ def namespaces_required(xr: dict[str, Any], policy: dict[str, Any]) -> list[str]
     """The Namespaces RunFunction will ask for (targets and the deploy namespace), all absent here."""
     from function.api.parse import parse_policy, parse_spec
     from function.compose.identity import identity_of
-    from function.requirements import requirements_for
+    from function.edge.requirements import requirements_for
 
     try:
         return requirements_for(parse_spec(xr), identity_of(xr), parse_policy(policy)).namespaces

@@ -13,9 +13,9 @@ import yaml
 from click.testing import CliRunner
 
 from function.cli import main
+from function.cli.inspection import schema_values
 from function.configdata.flatvalues import flat_values, is_flat, typed
-from function.inspect import schema_values
-from function.render import input_from_composition, load_docs, render
+from function.edge.render import input_from_composition, load_docs, render
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "examples/component/inputs/config/config.yaml"

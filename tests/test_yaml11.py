@@ -29,7 +29,7 @@ from function.cli import main
 from function.configdata.engine import apply_to_file
 from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
-from function.render import claim_to_xr, dump_yaml, input_from_composition, load_docs, render
+from function.edge.render import claim_to_xr, dump_yaml, input_from_composition, load_docs, render
 from function.yaml11 import goyaml_v2, needs_quotes
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@
     python examples/observed/make-observed.py --check   # exit 1 if a file differs from a fresh run
 
 Follows each example's reconciles with the cluster stand-in that ``sack8s render --settle``
-uses (``function/settle.py``): every composed object created and Ready, the OCM Component
+uses (``function/edge/settle.py``): every composed object created and Ready, the OCM Component
 Ready at the resolved version, until nothing new is composed. For your own claim, use
 ``sack8s render XR --composition COMP --settle`` instead of this script. Run from the
 repository root.
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from crossplane.function import logging
 
-from function.render import claim_to_xr, dump_yaml, input_from_composition, load_docs
-from function.settle import converge, settle
+from function.edge.render import claim_to_xr, dump_yaml, input_from_composition, load_docs
+from function.edge.settle import converge, settle
 
 HERE = Path("examples/observed")
 # name: (XR or claim, Composition, required resources)

@@ -19,21 +19,21 @@ from typing import Any
 
 import click
 
-from function.cli.exits import EPILOG, InputPath
-from function.cli.mutate import (
+from function.cli.common import (
     MAX_BYTES,
     TRANSFER_OPTIONS,
     Failure,
-    _fail,
-    _log,
-    _read,
     cli_image_table,
+    fail,
     load_values,
+    log,
     moved,
+    read_input,
     transfer_for,
     transfer_notes,
     with_component,
 )
+from function.cli.exits import EPILOG, InputPath
 from function.errors import DigestMismatch, SackError
 
 MAX_FILES = 4096
@@ -58,7 +58,7 @@ def read_root(root: Path) -> dict[str, bytes]:
             raise Failure(f"--root {root}: more than {MAX_FILES} files")
         if p.stat().st_size > MAX_BYTES:
             continue  # not a manifest the engine would read; a rule naming it says so
-        data = _read(p, "file")
+        data = read_input(p, "file")
         total += len(data)
         if total > MAX_TOTAL:
             raise Failure(f"--root {root}: more than {MAX_TOTAL} bytes of files")
@@ -215,10 +215,10 @@ def check(
         if not component and not root:
             raise click.UsageError("give --component SOURCE, --root DIR, or both")
         cd_path = Path(config_data)
-        data = _read(cd_path, "--config-data")
+        data = read_input(cd_path, "--config-data")
         cv, deployables, findings = None, [], []
         values = (
-            load_values(_read(Path(values_file), "--values"), values_file, key, _schema(data))
+            load_values(read_input(Path(values_file), "--values"), values_file, key, _schema(data))
             if values_file
             else None
         )
@@ -261,13 +261,13 @@ def check(
             + _remote_references(deployables)
         )
     except (Failure, SackError) as e:
-        _fail(str(e))
+        fail(str(e))
     for note in transfer_notes(transfer, registry, cv):
-        _log(f"warning: {note}")
+        log(f"warning: {note}")
     for f in findings:
         click.echo(f.line())
     errors = sum(f.severity == "error" for f in findings)
-    _log(f"check: {errors} error(s), {len(findings) - errors} warning(s)")
+    log(f"check: {errors} error(s), {len(findings) - errors} warning(s)")
     sys.stdout.flush()
     if has_errors(findings):
         sys.exit(1)

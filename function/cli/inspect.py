@@ -1,6 +1,6 @@
 """``sack8s inspect SOURCE``: what a component holds, before a team writes a claim for it.
 
-The edge of :mod:`function.inspect`: parse SOURCE, open the source, resolve the version, read
+The edge of :mod:`function.cli.inspection`: parse SOURCE, open the source, resolve the version, read
 the ConfigData and the deployables' file lists, print the report; or, with ``--extract``,
 write one resource (a chart's or a Kustomize directory's files, the ConfigData file) to disk.
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
+from function.cli.common import mirror_for
 from function.cli.exits import EPILOG, BadInput, one_line
-from function.cli.mutate import mirror_for
 from function.errors import ComponentError, DigestMismatch, SackError
 
 # The component modules (pydantic, httpx) are imported where they are used, so that
@@ -109,7 +109,7 @@ async def _report(
     verify: bool = True,
     keys: list[tuple[str, str]] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    from function.inspect import configdata_resources, report
+    from function.cli.inspection import configdata_resources, report
     from function.ocm.fetch import DEPLOYABLE_TYPES, fetch_deployable, fetch_file
 
     res, cv = await _gather(src, loc, source, constraint)
@@ -357,7 +357,7 @@ def inspect_cmd(
     if as_json:
         sys.stdout.write(json.dumps(rep, indent=2, sort_keys=True) + "\n")
     else:
-        from function.inspect import format_text
+        from function.cli.inspection import format_text
 
         sys.stdout.write(format_text(rep))
     sigs = [

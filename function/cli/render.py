@@ -2,7 +2,7 @@
 
 It takes ``crossplane render``'s arguments too (``XR COMPOSITION FUNCTIONS``, ``-o``, ``-e``,
 ``-r``, ``-x``), and prints composed objects with the metadata ``crossplane render`` adds
-(``function.render.composed_metadata``), so the two outputs can be diffed. The FUNCTIONS file
+(``function.edge.render.composed_metadata``), so the two outputs can be diffed. The FUNCTIONS file
 is read only to be checked: the function runs in this process.
 """
 
@@ -17,7 +17,7 @@ from function.cli.exits import EPILOG, InputPath
 
 
 def _one(path: str, what: str) -> dict:
-    from function.render import RenderError, load_docs
+    from function.edge.render import RenderError, load_docs
 
     docs = load_docs([path])
     if len(docs) != 1:
@@ -156,12 +156,11 @@ def render_cmd(
     from crossplane.function import logging as sdklogging
     from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-    from function import settle as settling
     from function.api.policy import MirrorPolicy
-    from function.errors import SackError
-    from function.fn import FunctionRunner
-    from function.graph import mermaid
-    from function.render import (
+    from function.cli.graph import mermaid
+    from function.edge import settle as settling
+    from function.edge.fn import FunctionRunner
+    from function.edge.render import (
         RenderError,
         claim_to_xr,
         composed_metadata,
@@ -173,7 +172,8 @@ def render_cmd(
         result_documents,
         step_credentials,
     )
-    from function.sources import SourceFactory
+    from function.edge.sources import SourceFactory
+    from function.errors import SackError
 
     if composition_arg and composition:
         raise click.UsageError("give the Composition either as an argument or as --composition")

@@ -150,10 +150,11 @@ def serve(
     from crossplane.function import logging as sdklogging
     from crossplane.function import runtime
 
-    from function import budgets, metrics, server
+    from function import budgets
     from function.cache import Cache, Memos, Responses
-    from function.fn import FunctionRunner
-    from function.sources import SourceFactory
+    from function.edge import metrics, server
+    from function.edge.fn import FunctionRunner
+    from function.edge.sources import SourceFactory
 
     if metrics_address:
         try:
@@ -182,9 +183,9 @@ def serve(
     if metrics_address:
         metrics.start_server(metrics_address)
     # As the SDK's run(): its logging, its message-size options, its mTLS credentials. Then
-    # our server (function/server.py), which answers identical requests from `responses`.
+    # our server (function/edge/server.py), which answers identical requests from `responses`.
     # RunFunction adds structlog's merge_contextvars to that logging configuration on its
-    # first call, so every line of a request carries the XR and claim (function/fn.py).
+    # first call, so every line of a request carries the XR and claim (function/edge/fn.py).
     # The SDK logs nothing of its own: one line on start and one once SIGTERM has drained the
     # in-flight requests, so a pod's log shows a clean stop (tests/test_image.py).
     sdklogging.configure(level=sdklogging.Level.DEBUG if debug else sdklogging.Level.INFO)

@@ -39,8 +39,8 @@ def xrd(group: str, variant: str, policy_file: str | None) -> None:
         xrd_cluster,
         xrd_legacy_claims,
     )
+    from function.edge.render import dump_yaml, load_docs
     from function.errors import SackError
-    from function.render import dump_yaml, load_docs
 
     try:
         docs = load_docs([policy_file]) if policy_file else []

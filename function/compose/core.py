@@ -35,7 +35,7 @@ from function.compose import (
 from function.compose.admission import Admission, registry_for
 from function.compose.context import Context
 from function.compose.identity import Identity
-from function.configdata.deploy import FluxMutation, MutationInput, mutate
+from function.configdata.fluxmutation import FluxMutation, MutationInput, mutate
 from function.configdata.localize import enforce_image_pairs
 from function.errors import ComponentError, InvalidClaim
 from function.ocm import digests

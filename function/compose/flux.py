@@ -19,7 +19,7 @@ from function.api.policy import RegistryPolicy
 from function.compose import names
 from function.compose.context import Context
 from function.compose.durations import canonical
-from function.configdata.deploy import FluxMutation
+from function.configdata.fluxmutation import FluxMutation
 from function.ocm.access import FluxSource
 
 SOURCE_API = "source.toolkit.fluxcd.io/v1"

@@ -145,8 +145,8 @@ def check(
     otherwise (one directory given) it is a warning: the function skips such rules, and
     another deployable may hold the file.
     """
-    from function.configdata.deploy import mutation_for
     from function.configdata.engine import plan
+    from function.configdata.fluxmutation import mutation_for
     from function.configdata.unused import unused_values
 
     report = _Report()

@@ -1,6 +1,6 @@
 """Fetching everything the pure core needs from a component, up front and through the seam.
 
-``RunFunction`` resolves, selects and loads once per claim (``function.sources``, through
+``RunFunction`` resolves, selects and loads once per claim (``function.edge.sources``, through
 :func:`resolve_version` and :func:`load_resources`); afterwards composition is pure
 and synchronous. All I/O goes through the :class:`ComponentSource` methods (``list_versions``,
 ``get``, ``blob``), so the same code reads a registry, a CTF or a directory.

@@ -1,4 +1,4 @@
-"""The tests' view of :mod:`function.settle` (the cluster stand-in ``render --settle`` uses).
+"""The tests' view of :mod:`function.edge.settle` (the cluster stand-in ``render --settle`` uses).
 
 ``converge`` keeps the tests' shape: every render in order and the XR with its status.
 """
@@ -9,9 +9,9 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from function.render import Rendered
-from function.settle import READY_AT, keys, settle, with_status
-from function.settle import converge as _converge
+from function.edge.render import Rendered
+from function.edge.settle import READY_AT, keys, settle, with_status
+from function.edge.settle import converge as _converge
 
 __all__ = ["READY_AT", "converge", "keys", "reporting", "settle", "with_status"]
 

@@ -26,8 +26,8 @@ from function.compose import names
 from function.compose.admission import owned_deploy_namespace
 from function.compose.identity import Identity, owner_of
 from function.configdata.flatvalues import flat_values, is_flat, not_flat_reason
+from function.edge.structs import to_dict
 from function.errors import InvalidClaim, InvalidValues, PolicyViolation
-from function.structs import to_dict
 from function.yamlio import load_one
 
 VALUES = "values-configmap"

@@ -28,10 +28,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from function.render import ANNOTATION_RESOURCE_NAME, Rendered, render
+from function.edge.render import ANNOTATION_RESOURCE_NAME, Rendered, render
 
 if TYPE_CHECKING:
-    from function.fn import FunctionRunner
+    from function.edge.fn import FunctionRunner
 
 READY_AT = "2026-12-01T00:00:00Z"  # fixed: the settled state is deterministic
 NO_READY_CONDITION = ("Namespace", "ServiceAccount", "Role", "RoleBinding")
@@ -198,7 +198,7 @@ async def converge(
     the first reconcile starts (what already exists); every later one observes the previous
     reconcile's desired objects, settled.
     """
-    from function.fn import FunctionRunner
+    from function.edge.fn import FunctionRunner
 
     runner = runner or FunctionRunner()
     rounds = MAX_ROUNDS if rounds is None else rounds

@@ -20,7 +20,7 @@ gate: version, digest, observedGeneration), every condition of every other obser
 the function copies into its answer unread (``desired`` from earlier steps, ``context``) and
 everything else in the request (input, credentials, required resources but for their churn,
 ``meta.capabilities``) is kept whole. Only ``meta.tag`` is left out of the key: it names the
-request's bytes, not its content (the answer echoes it; see function/server.py).
+request's bytes, not its content (the answer echoes it; see function/edge/server.py).
 """
 
 from __future__ import annotations

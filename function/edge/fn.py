@@ -23,16 +23,17 @@ from crossplane.function import logging, response
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from function import budgets, metrics
+from function import budgets
 from function.api.parse import parse_policy, parse_spec
 from function.cache import Facts, Memos, memo, recording
 from function.compose import admission, core
 from function.compose.identity import identity_of
+from function.edge import metrics
+from function.edge.reads import view
+from function.edge.requirements import requirements_for
+from function.edge.sources import SourceFactory, claim_repository, configdata_schema
+from function.edge.structs import Lazy, put, to_dict
 from function.errors import SackError
-from function.reads import view
-from function.requirements import requirements_for
-from function.sources import SourceFactory, claim_repository, configdata_schema
-from function.structs import Lazy, put, to_dict
 
 
 def _struct(msg: Any) -> dict[str, Any]:
@@ -40,7 +41,7 @@ def _struct(msg: Any) -> dict[str, Any]:
 
 
 def _observed_xr(res: Any) -> dict[str, Any]:
-    """The observed XR of a request view (function/reads.py: identity, spec, the status it
+    """The observed XR of a request view (function/edge/reads.py: identity, spec, the status it
     reads back) as plain data.
     """
     return to_dict(res)
@@ -179,7 +180,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     async def compute(
         self, req: fnv1.RunFunctionRequest
     ) -> tuple[fnv1.RunFunctionResponse, str, Facts]:
-        """:meth:`answer` on a request view (function/reads.py), with the registry facts the
+        """:meth:`answer` on a request view (function/edge/reads.py), with the registry facts the
         answer rests on. ``meta.ttl`` is chosen, not defaulted: while those facts stay fresh
         (at most ``--tag-ttl``) for a composed answer, 0 for one that waits for required
         resources, carries a Fatal or read a local mirror (Crossplane must call again).
@@ -285,7 +286,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             configdata=loaded.configdata.name if loaded.configdata else None,
         )
         values = got.values(spec, identity, schema=lambda: configdata_schema(loaded))
-        # What the view holds of each observed object (function/reads.py: readiness, the gate's
+        # What the view holds of each observed object (function/edge/reads.py: readiness, the gate's
         # fields, ownership marks), each top-level field converted when first read.
         observed = {k: Lazy(v.resource) for k, v in req.observed.resources.items()}
         # The core works on tenant content (ConfigData, schema, values, manifests) within the

@@ -5,7 +5,7 @@ and serializes the returned message on every call. In steady state Crossplane se
 claim the same *content* once a minute -- never the same bytes (Go's random map order), and
 with churn the function does not read. So this server registers RunFunction with no
 deserializer: it parses, projects the request onto what the function reads
-(function/reads.py) and, while the answer computed for that content still holds
+(function/edge/reads.py) and, while the answer computed for that content still holds
 (``function.cache.Responses``), sends the stored serialized answer behind a fresh ``meta``
 (this request's tag, the remaining ttl) without composing or serializing anything.
 Otherwise it runs ``FunctionRunner.compute`` on the view and stores what may be reused.
@@ -31,9 +31,9 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1beta1 import run_function_pb2_grpc as grpcv1beta1
 from grpc_reflection.v1alpha import reflection
 
-from function import metrics, reads
 from function.cache import Responses
-from function.fn import FunctionRunner
+from function.edge import metrics, reads
+from function.edge.fn import FunctionRunner
 
 SERVICE = fnv1.DESCRIPTOR.services_by_name["FunctionRunnerService"].full_name
 GRACE_SECONDS = runtime.SHUTDOWN_GRACE_PERIOD_SECONDS
@@ -45,7 +45,7 @@ class RawRunFunction:
     def __init__(self, runner: FunctionRunner, responses: Responses) -> None:
         self.runner = runner
         self.responses = responses
-        self.log = structlog.get_logger("function.server")
+        self.log = structlog.get_logger("function.edge.server")
 
     async def run(self, request: bytes, _context: grpc.aio.ServicerContext | None) -> bytes:
         started = time.perf_counter()
@@ -134,7 +134,7 @@ def serve(
     """Listen on ``address`` until SIGTERM, then stop within the grace period."""
     if creds is None and not insecure:
         raise ValueError("no credentials were provided: pass --tls-certs-dir or --insecure")
-    # Compositions run in worker threads (function/fn.py); hand the GIL over every 1 ms
+    # Compositions run in worker threads (function/edge/fn.py); hand the GIL over every 1 ms
     # instead of 5 so the event loop and short renders are not queued behind a long one.
     sys.setswitchinterval(0.001)
     loop = asyncio.new_event_loop()

@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 import pytest
 
-from function.configdata.deploy import FluxMutation, Trace, mutation_for
+from function.configdata.fluxmutation import FluxMutation, Trace, mutation_for
 from function.errors import InvalidConfigData, UnsupportedRule
 from function.ocm.descriptor import parse_descriptor
 from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource

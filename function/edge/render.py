@@ -19,18 +19,19 @@ from typing import TYPE_CHECKING, Any
 from ruamel.yaml import YAML
 from ruamel.yaml.representer import SafeRepresenter
 
+from function.edge.structs import plain, to_dict
 from function.errors import SackError
-from function.structs import plain, to_dict
 from function.yaml11 import needs_quotes
 from function.yamlio import load_all
 
 if TYPE_CHECKING:
     from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-    from function.fn import FunctionRunner
+    from function.edge.fn import FunctionRunner
 
-# The Crossplane SDK, protobuf messages and function.fn (gRPC, the pydantic models) are imported
-# in the functions that run the function: the YAML helpers here serve `sack8s xrd` and tests too.
+# The Crossplane SDK, protobuf messages and function.edge.fn (gRPC, the pydantic models) are
+# imported in the functions that run the function: the YAML helpers here serve `sack8s xrd`
+# and tests too.
 INPUT_GROUP = "sack8s.fn.crossplane.io"  # function.api.policy.INPUT_GROUP (a test keeps them equal)
 
 ANNOTATION_RESOURCE_NAME = "crossplane.io/composition-resource-name"
@@ -216,7 +217,7 @@ async def render(
     from crossplane.function import resource as sdkresource
     from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-    from function.fn import FunctionRunner
+    from function.edge.fn import FunctionRunner
 
     runner = runner or FunctionRunner()
     req = fnv1.RunFunctionRequest()
