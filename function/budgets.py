@@ -71,15 +71,30 @@ def configure(settings: dict[str, int]) -> Budgets:
     return _current
 
 
-_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+class Offload(BaseException):
+    """An inline composition ran past its allowance (:func:`cpu_deadline` ``inline_ms``).
+
+    Raised from :func:`check_cpu` in a composition run on the event loop's thread because its
+    component composed cheaply before; the edge runs it again in a worker thread
+    (function/edge/fn.py), so a render that turns out long never holds the loop. A
+    ``BaseException`` so that no handler in the core mistakes it for a failure of the content.
+    """
+
+
+# (render-cpu-ms deadline, inline allowance or None), in this thread's CPU time
+_deadline: contextvars.ContextVar[tuple[float, float | None] | None] = contextvars.ContextVar(
     "render_cpu_deadline", default=None
 )
 
 
 @contextmanager
-def cpu_deadline() -> Iterator[None]:
-    """Within: :func:`check_cpu` raises once this thread spent ``render-cpu-ms`` of CPU."""
-    token = _deadline.set(time.thread_time() + _current.render_cpu_ms / 1000)
+def cpu_deadline(inline_ms: float | None = None) -> Iterator[None]:
+    """Within: :func:`check_cpu` raises once this thread spent ``render-cpu-ms`` of CPU, and
+    :class:`Offload` once it spent ``inline_ms`` (when given).
+    """
+    now = time.thread_time()
+    inline = None if inline_ms is None else now + inline_ms / 1000
+    token = _deadline.set((now + _current.render_cpu_ms / 1000, inline))
     try:
         yield
     finally:
@@ -89,7 +104,12 @@ def cpu_deadline() -> Iterator[None]:
 def check_cpu() -> None:
     """Called from the loops that work on component content (every few thousand steps)."""
     deadline = _deadline.get()
-    if deadline is not None and time.thread_time() > deadline:
+    if deadline is None:
+        return
+    spent = time.thread_time()
+    if deadline[1] is not None and spent > deadline[1]:
+        raise Offload
+    if spent > deadline[0]:
         raise RenderBudgetExceeded(
             "",
             f"composing took more than {_current.render_cpu_ms} ms of CPU (the render-cpu-ms "

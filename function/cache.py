@@ -296,6 +296,7 @@ _SHARES = {
     "structs": 24,  # composed objects' serialized Structs, by their content (marshal)
     "policies": 2,  # parsed function inputs, by their deterministic serialization
     "specs": 4,  # parsed claim specs, by their deterministic serialization
+    "admissions": 2,  # admitted claims (repository, Admission), by (spec, input, identity)
     "observed": 8,  # observed objects' statuses as plain data, by their serialization
     "selfcontained": 1,  # remote references found in a deployable, by its files' digest
     "integrity": 1,  # verified signatures and normalised digests, by (descriptor digest, keys)

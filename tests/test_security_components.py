@@ -534,3 +534,43 @@ def test_render_cpu_budget_stops_a_render_naming_the_component(tmp_path: Path) -
     finally:
         budgets.configure({f.replace("_", "-"): v for f, v in vars(default).items()})
     assert "20 ms" in msg, msg
+
+
+def test_a_render_that_runs_long_inline_moves_to_a_worker_thread(tmp_path: Path) -> None:
+    """A component that composed cheaply before runs inline on the event loop; when a later
+    composition of it turns out long (here: its memos are gone, so its ConfigData with a
+    40,000-item default is parsed again), it stops at the first budget check past the inline
+    allowance and runs again in a worker thread, with the same answer.
+    """
+    from function.edge import fn
+
+    defaults = {"replicas": 1, "message": "Hello", "big": list(range(40_000))}
+    cd = configdata(defaults=defaults, schema=schema_with(big={"type": "array"}))
+    xr, policy = hostile(tmp_path, cd)
+    runner = FunctionRunner(sources=SourceFactory(cache=Cache()))
+    composer = runner.composer
+
+    def once() -> Rendered:
+        out = asyncio.run(render(xr, policy, runner=runner))
+        assert out.fatal is None, out.fatal
+        return out
+
+    first = once()  # a component not composed before: a worker thread
+    assert (composer.threaded, composer.inline, composer.offloaded) == (1, 0, 0)
+    while composer.inline == 0:  # warm (memoised) compositions are cheap: inline
+        assert composer.threaded < 5, "a warm composition never ran inline"
+        warm = once()
+    assert warm.resources == first.resources
+    threaded = composer.threaded
+    runner.memos.clear()
+    again = once()
+    assert composer.offloaded == 1, (composer.inline, composer.threaded, composer.offloaded)
+    assert composer.threaded == threaded + 1
+    assert again.resources == first.resources and again.xr == first.xr
+    assert fn.INLINE_MS < budgets_render_cpu_ms()
+
+
+def budgets_render_cpu_ms() -> int:
+    from function import budgets
+
+    return budgets.current().render_cpu_ms

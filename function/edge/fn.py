@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging as stdlogging
+import math
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
 from function import budgets
 from function.api.parse import parse_policy, parse_spec
-from function.cache import Facts, Memos, memo, recording
+from function.cache import Facts, Lru, Memos, memo, recording
 from function.compose import admission, core
 from function.compose.identity import identity_of
 from function.edge import metrics
@@ -40,11 +42,17 @@ def _struct(msg: Any) -> dict[str, Any]:
     return to_dict(msg)
 
 
-def _observed_xr(res: Any) -> dict[str, Any]:
+def _observed_xr(res: Any) -> Lazy:
     """The observed XR of a request view (function/edge/reads.py: identity, spec, the status it
-    reads back) as plain data.
+    reads back) as a read-only mapping, each top-level field converted when first read (the
+    spec and status once per distinct content).
     """
-    return to_dict(res)
+    return Lazy(res)
+
+
+def _admit(spec: Any, policy: Any, identity: Any) -> tuple[Any, admission.Admission]:
+    repository = claim_repository(spec)
+    return repository, admission.admit(spec, policy, identity, repository)
 
 
 def _result(rsp: fnv1.RunFunctionResponse, severity: int, reason: str, message: str) -> None:
@@ -125,9 +133,11 @@ def log_context(xr: Mapping[str, Any], tag: str) -> dict[str, str]:
     return context
 
 
-def _compose(inp: core.CoreInput) -> core.CoreOutput:
-    """The core, in this (worker) thread, under the render-cpu-ms budget."""
-    with budgets.cpu_deadline():
+def _compose(inp: core.CoreInput, inline_ms: float | None = None) -> core.CoreOutput:
+    """The core, in this thread, under the render-cpu-ms budget (and, inline on the event
+    loop, an allowance past which it stops with :class:`budgets.Offload`).
+    """
+    with budgets.cpu_deadline(inline_ms):
         try:
             return core.compose(inp)
         except budgets.RenderBudgetExceeded as e:
@@ -139,6 +149,74 @@ def _compose(inp: core.CoreInput) -> core.CoreOutput:
             ) from None
 
 
+#: CPU a composition may take on the event loop's thread (ms): one whose component composed
+#: within it last time runs inline, and moves to a worker thread once it takes longer.
+INLINE_MS = 20.0
+#: The GIL switch interval while a composition runs in a worker thread (s): the event loop
+#: and short renders are not queued behind a long one for the default 5 ms.
+THREADED_SWITCH_INTERVAL = 0.001
+
+
+def _component_key(loaded: Any) -> tuple[Any, ...]:
+    cv = loaded.component
+    return (cv.name, cv.version, cv.descriptor_digest, cv.repository)
+
+
+class Composer:
+    """Runs the core where it costs least without letting one render hold the event loop.
+
+    A worker thread (``asyncio.to_thread``) keeps the loop serving other tenants while a
+    render of untrusted content runs, but the hand-off and the GIL handovers cost about as
+    much as a warm composition of a medium claim. So a composition whose component composed
+    within :data:`INLINE_MS` of CPU last time runs inline, under that allowance: at the first
+    budget check past it (:func:`budgets.check_cpu`, in every loop over component content)
+    it stops with :class:`budgets.Offload` and runs again, from the start, in a worker thread
+    (the core is pure; memo entries made meanwhile stay). A component not composed before,
+    or last seen slow, goes to the worker thread at once, and the GIL is handed over every
+    :data:`THREADED_SWITCH_INTERVAL` while any does.
+    """
+
+    def __init__(self) -> None:
+        # component -> CPU ms of its last composition in a worker thread (inf: offloaded)
+        self.cost = Lru("composition-cost", max_entries=4096)
+        self._threads = 0
+        self._interval = sys.getswitchinterval()
+        # compositions run inline, in a worker thread, and moved there after starting inline
+        self.inline = self.threaded = self.offloaded = 0
+
+    async def __call__(self, inp: core.CoreInput) -> core.CoreOutput:
+        key = _component_key(inp.loaded)
+        cost = self.cost.get(key)
+        if cost is not None and cost <= INLINE_MS:
+            try:
+                out = _compose(inp, INLINE_MS)
+                self.inline += 1
+                return out
+            except budgets.Offload:
+                self.offloaded += 1
+                self.cost.put(key, math.inf, 0)
+        return await self._threaded(inp, key)
+
+    async def _threaded(self, inp: core.CoreInput, key: tuple[Any, ...]) -> core.CoreOutput:
+        def run() -> core.CoreOutput:
+            started = time.thread_time()
+            out = _compose(inp)
+            self.cost.put(key, (time.thread_time() - started) * 1000, 0)
+            return out
+
+        if self._threads == 0:
+            self._interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._interval, THREADED_SWITCH_INTERVAL))
+        self._threads += 1
+        self.threaded += 1
+        try:
+            return await asyncio.to_thread(run)
+        finally:
+            self._threads -= 1
+            if self._threads == 0:
+                sys.setswitchinterval(self._interval)
+
+
 @dataclass
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     """Serves RunFunction. One instance per process; it owns the caches: its sources share
@@ -148,6 +226,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     sources: SourceFactory = field(default_factory=SourceFactory)
     base_dir: Path = field(default_factory=Path.cwd)
     memos: Memos = field(default_factory=Memos)
+    composer: Composer = field(default_factory=Composer)
 
     @property
     def answer_ttl(self) -> float:
@@ -234,26 +313,32 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         self,
         req: fnv1.RunFunctionRequest,
         rsp: fnv1.RunFunctionResponse,
-        xr: dict[str, Any],
+        xr: Lazy,
         log: Any,
     ) -> bool:
+        has_input = req.HasField("input")
+        policy_key = req.input.SerializeToString(deterministic=True) if has_input else b""
         policy = memo(
             "policies",
-            req.input.SerializeToString(deterministic=True) if req.HasField("input") else b"",
-            lambda: parse_policy(_struct(req.input) if req.HasField("input") else {}),
+            policy_key,
+            lambda: parse_policy(_struct(req.input) if has_input else {}),
             lambda _: 20_000,
         )
         fields = req.observed.composite.resource.fields
         spec_value = fields["spec"] if "spec" in fields else None
-        spec = memo(
-            "specs",
-            spec_value.SerializeToString(deterministic=True) if spec_value is not None else None,
-            lambda: parse_spec(xr),
-            lambda _: 20_000,
+        spec_key = (
+            spec_value.SerializeToString(deterministic=True) if spec_value is not None else None
         )
+        spec = memo("specs", spec_key, lambda: parse_spec(dict(xr)), lambda _: 20_000)
         identity = identity_of(xr)
-        repository = claim_repository(spec)
-        admitted = admission.admit(spec, policy, identity, repository)
+        # Admission is a pure function of the claim spec, the policy and the identity: decided
+        # once per distinct triple (a claim whose status changed is admitted as before).
+        repository, admitted = memo(
+            "admissions",
+            None if spec_key is None else (spec_key, policy_key, identity),
+            lambda: _admit(spec, policy, identity),
+            lambda _: 4_000,
+        )
         log.debug(
             "admitted",
             deploy_namespace=admitted.deploy_namespace,
@@ -290,11 +375,10 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         # fields, ownership marks), each top-level field converted when first read.
         observed = {k: Lazy(v.resource) for k, v in req.observed.resources.items()}
         # The core works on tenant content (ConfigData, schema, values, manifests) within the
-        # budgets of function.budgets; run in a worker thread, one render never holds the event
-        # loop, so other tenants' requests keep being read, answered from the response cache
-        # and composed beside it (the GIL is handed over every few milliseconds).
-        out = await asyncio.to_thread(
-            _compose,
+        # budgets of function.budgets; a render that may run long goes to a worker thread, so
+        # it never holds the event loop and other tenants' requests keep being read, answered
+        # from the response cache and composed beside it (Composer).
+        out = await self.composer(
             core.CoreInput(
                 spec=spec,
                 policy=policy,
@@ -306,7 +390,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 existing_namespaces=got.namespaces,
                 observed=observed,
                 xr_status=xr.get("status") or {},
-            ),
+            )
         )
         for key in sorted(out.resources):
             put(rsp.desired.resources[key].resource, out.resources[key])

@@ -48,12 +48,15 @@ OBSERVED_METADATA_READ = ("name", "namespace", "labels", "annotations", "ownerRe
 CONDITION_CHURN = ("lastTransitionTime", "lastUpdateTime", "lastHeartbeatTime")
 
 
-def view(req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionRequest:
+def view(req: fnv1.RunFunctionRequest, *, in_place: bool = False) -> fnv1.RunFunctionRequest:
     """A copy of ``req`` holding only what the function reads (``meta.tag`` kept: see
-    :func:`key`).
+    :func:`key`); ``in_place``: ``req`` itself, pruned (for a request nothing else reads).
     """
-    v = fnv1.RunFunctionRequest()
-    v.CopyFrom(req)
+    if in_place:
+        v = req
+    else:
+        v = fnv1.RunFunctionRequest()
+        v.CopyFrom(req)
     _xr(v.observed.composite.resource)
     for k, r in v.observed.resources.items():
         _observed(k, r.resource)

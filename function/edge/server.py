@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -54,11 +53,12 @@ class RawRunFunction:
         key = None
         if self.responses.enabled:
             # The view key of this exact content, if seen before (a claim polled again with
-            # nothing changed: the projection is skipped); else project and remember.
+            # nothing changed: the projection is skipped); else project and remember. The
+            # request is read through its view only, so it is pruned in place.
             exact = reads.exact_key(req)
             key = self.responses.alias(exact)
             if key is None:
-                v = reads.view(req)
+                v = reads.view(req, in_place=True)
                 key = reads.key(v)
                 self.responses.remember_alias(exact, key)
             hit = self.responses.lookup(key)
@@ -69,20 +69,21 @@ class RawRunFunction:
                 self.log.debug("reused the answer to the same content", **(note or {}))
                 return _meta(req.meta.tag, min(ttl, self.runner.answer_ttl)) + body
         if v is None:
-            v = reads.view(req)
+            v = reads.view(req, in_place=True)
         rsp, outcome, facts = await self.runner.compute(v)
-        payload = rsp.SerializeToString()
         if key is None:
-            return payload
-        if outcome == "composed":
-            # Stored without meta (tag and ttl are written afresh for every call); protobuf
-            # writes fields in number order, so meta + body is exactly the computed payload.
-            rsp.ClearField("meta")
-            note = {"tag": req.meta.tag, "xr": _xr_name(req.observed.composite.resource)}
-            self.responses.store(key, rsp.SerializeToString(), facts, note)
-        else:
+            return rsp.SerializeToString()
+        if outcome != "composed":
             self.responses.refuse()
-        return payload
+            return rsp.SerializeToString()
+        # Stored without meta (tag and ttl are written afresh for every call); protobuf writes
+        # fields in number order, so meta + body is exactly the computed payload.
+        meta = _meta(rsp.meta.tag, rsp.meta.ttl.ToTimedelta().total_seconds())
+        rsp.ClearField("meta")
+        body = rsp.SerializeToString()
+        note = {"tag": v.meta.tag, "xr": _xr_name(v.observed.composite.resource)}
+        self.responses.store(key, body, facts, note)
+        return meta + body
 
 
 def _meta(tag: str, ttl: float) -> bytes:
@@ -134,9 +135,6 @@ def serve(
     """Listen on ``address`` until SIGTERM, then stop within the grace period."""
     if creds is None and not insecure:
         raise ValueError("no credentials were provided: pass --tls-certs-dir or --insecure")
-    # Compositions run in worker threads (function/edge/fn.py); hand the GIL over every 1 ms
-    # instead of 5 so the event loop and short renders are not queued behind a long one.
-    sys.setswitchinterval(0.001)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
 

@@ -61,12 +61,18 @@ def fields(msg: struct_pb2.Struct, names: tuple[str, ...]) -> dict[str, Any]:
     return {n: _value(f[n]) for n in names if n in f}
 
 
+#: Top-level fields converted once per distinct content: read on every reconcile and mostly
+#: unchanged (an observed status, the XR's spec and status).
+_BY_CONTENT = frozenset(("status", "spec"))
+
+
 class Lazy(Mapping[str, Any]):
     """A Struct read as a mapping, each top-level field converted on first access.
 
     The core reads a few fields of each observed object (its Ready condition, the gate's
-    fields, a held spec); converting the rest would be thrown away. A status is converted once
-    per distinct content (memo table ``observed``; what it returns is shared: read-only).
+    fields, a held spec); converting the rest would be thrown away. A status or spec is
+    converted once per distinct content (memo table ``observed``; what it returns is shared:
+    read-only).
     """
 
     __slots__ = ("_done", "_struct")
@@ -84,7 +90,7 @@ class Lazy(Mapping[str, Any]):
         if key not in f:
             raise KeyError(key)
         raw = f[key]
-        if key == "status":  # read on every reconcile, and mostly unchanged: memoised by content
+        if key in _BY_CONTENT:  # read on every reconcile, and mostly unchanged: by content
             value = memo(
                 "observed",
                 raw.SerializeToString(deterministic=True),
