@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Profile one request path in process: what a compute or a reuse hit costs, and where.
 
-    python benchmarks/profile_request.py --workload medium --path compute [--calls 200] [--cprofile N]
+    python benchmarks/profile_request.py --workload medium --path compute [--cprofile N]
 
 Starts Debian's ``docker-registry``, writes the workload's component (benchmarks/workloads.py),
 settles the steady-state request of one claim (as benchmarks/run.py does), has the Go
@@ -65,7 +65,8 @@ async def measure(path: str, p: run.Prepared, bodies: list[bytes], top: int) -> 
         floor = Floor(p.answer)
 
         async def call(b: bytes) -> object:
-            return (await floor.RunFunction(fnv1.RunFunctionRequest.FromString(b), None)).SerializeToString()
+            rsp = await floor.RunFunction(fnv1.RunFunctionRequest.FromString(b), None)
+            return rsp.SerializeToString()
 
     else:
         runner = FunctionRunner(sources=SourceFactory(cache=Cache(ttl=3600)))
@@ -91,7 +92,7 @@ async def measure(path: str, p: run.Prepared, bodies: list[bytes], top: int) -> 
     if top:
         # The composition runs in a worker thread (function/edge/fn.py ``_compose``): profiled
         # there with a second profiler, reported after the event loop's.
-        import function.edge.fn as fn
+        from function.edge import fn
 
         worker = cProfile.Profile()
         compose = fn._compose
