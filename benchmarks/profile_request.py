@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import cProfile
 import json
+import os
 import pstats
 import subprocess
 import sys
@@ -114,7 +115,7 @@ async def measure(path: str, p: run.Prepared, bodies: list[bytes], top: int) -> 
         prof.disable()
         fn._compose = compose
         print("== event loop thread")
-        pstats.Stats(prof).sort_stats("cumulative").print_stats(top)
+        pstats.Stats(prof).sort_stats(os.environ.get("SORT", "cumulative")).print_stats(top)
         if worker.getstats():
             print("== composition (worker thread)")
             pstats.Stats(worker).sort_stats("cumulative").print_stats(top)

@@ -271,6 +271,12 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         return rsp, outcome, facts
 
     async def _answer(self, req: fnv1.RunFunctionRequest) -> tuple[fnv1.RunFunctionResponse, str]:
+        with self.memos.active():  # bound first: the XR's spec is converted once per content
+            return await self._answer_bound(req)
+
+    async def _answer_bound(
+        self, req: fnv1.RunFunctionRequest
+    ) -> tuple[fnv1.RunFunctionResponse, str]:
         rsp = response.to(req)
         xr = _observed_xr(req.observed.composite.resource)
         context = log_context(xr, req.meta.tag)
@@ -280,7 +286,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         outcome = "composed"
         # Every line logged while this request runs -- here, in deeper modules through structlog
         # or the stdlib bridge -- carries the XR and claim (structlog contextvars, task-local).
-        with structlog.contextvars.bound_contextvars(**context), self.memos.active():
+        with structlog.contextvars.bound_contextvars(**context):
             try:
                 if await self._run(req, rsp, xr, log) is False:
                     outcome = "waiting"
