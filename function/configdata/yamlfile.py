@@ -100,20 +100,20 @@ def load_file(text: bytes | str, name: str, *, round_trip: bool = True) -> YamlF
     pure-Python round-trip parser costs ~10 us a byte (a 4 MB values file: ~40 s of CPU on
     the replica every tenant shares).
 
-    Round-trip parsing is the slowest thing the engine does, and a component's files do
-    not change, so the parse is memoised by content (:mod:`function.cache`); each call
+    Parsing is the slowest thing the engine does (every claim of a component parses the same
+    files), and a component's files do not change, so the parse is memoised by content
+    (:mod:`function.cache`), either way; each call
     gets a fresh copy of the documents (pickle keeps ruamel's comments and styles exactly,
     where ``copy.deepcopy`` does not).
     """
-    if not round_trip:
-        return _load_events(text, name)
+    load = _load_file if round_trip else _load_events
     memos = active_memos()
     if memos is None:
-        return _load_file(text, name)
-    key = (digest(text), name)
+        return load(text, name)
+    key = (digest(text), name, round_trip)
     hit = memos.yaml_files.get(key)
     if hit is None:
-        f = _load_file(text, name)
+        f = load(text, name)
         blob = pickle.dumps(f.docs, protocol=pickle.HIGHEST_PROTOCOL)
         memos.yaml_files.put(
             key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300
