@@ -76,11 +76,16 @@ async def measure(
         runner = FunctionRunner(sources=SourceFactory(cache=Cache(ttl=3600)))
         responses = Responses(256 * 2**20 if path == "reuse" else 0)
         raw = RawRunFunction(runner, responses)
-        fresh = path == "new-claim"
+        # a claim not seen lately: its Flux mutation is not memoised ("new-claim"), nor
+        # anything else of its own ("unseen": its spec, admission, composed objects)
+        fresh = {
+            "new-claim": ("mutations",),
+            "unseen": ("mutations", "specs", "admissions", "structs"),
+        }.get(path, ())
 
         async def call(b: bytes) -> object:
-            if fresh:  # a claim not seen lately: its Flux mutation is not memoised
-                runner.memos.mutations.clear()
+            for table in fresh:
+                runner.memos.tables[table].clear()
             return await raw.run(b, None)
 
     for b in bodies[:5]:  # warm: registry reads, memos, a stored answer

@@ -34,7 +34,14 @@ from function.edge import metrics
 from function.edge.reads import view
 from function.edge.requirements import requirements_for
 from function.edge.sources import SourceFactory, claim_repository, configdata_schema
-from function.edge.structs import Lazy, put, to_dict
+from function.edge.structs import (
+    Lazy,
+    desired_field,
+    put,
+    resource_entry,
+    struct_bytes,
+    to_dict,
+)
 from function.errors import SackError
 
 
@@ -264,20 +271,39 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         (at most ``--tag-ttl``) for a composed answer, 0 for one that waits for required
         resources, carries a Fatal or read a local mirror (Crossplane must call again).
         """
-        with recording() as facts:
-            rsp, outcome = await self._answer(req)
-        ttl = facts.lifetime(self.answer_ttl) if outcome == "composed" else 0.0
-        rsp.meta.ttl.FromTimedelta(timedelta(seconds=round(ttl)))
+        rsp, desired, outcome, facts = await self.compute_wire(req)
+        if desired:
+            rsp.MergeFromString(desired)
         return rsp, outcome, facts
 
-    async def _answer(self, req: fnv1.RunFunctionRequest) -> tuple[fnv1.RunFunctionResponse, str]:
+    async def compute_wire(
+        self, req: fnv1.RunFunctionRequest
+    ) -> tuple[fnv1.RunFunctionResponse, bytes, str, Facts]:
+        """:meth:`compute` for the wire: the composed objects apart, already serialized.
+
+        ``response + desired`` (bytes) is the answer: ``desired`` holds the response's
+        ``desired.resources`` entries this function composed (each object's serialized Struct
+        is memoised by content, :func:`function.edge.structs.struct_bytes`), and protobuf
+        merges a message field that occurs twice, so they are never built into the message
+        field by field only to be serialized again.
+        """
+        with recording() as facts:
+            rsp, desired, outcome = await self._answer(req)
+        ttl = facts.lifetime(self.answer_ttl) if outcome == "composed" else 0.0
+        rsp.meta.ttl.FromTimedelta(timedelta(seconds=round(ttl)))
+        return rsp, desired, outcome, facts
+
+    async def _answer(
+        self, req: fnv1.RunFunctionRequest
+    ) -> tuple[fnv1.RunFunctionResponse, bytes, str]:
         with self.memos.active():  # bound first: the XR's spec is converted once per content
             return await self._answer_bound(req)
 
     async def _answer_bound(
         self, req: fnv1.RunFunctionRequest
-    ) -> tuple[fnv1.RunFunctionResponse, str]:
+    ) -> tuple[fnv1.RunFunctionResponse, bytes, str]:
         rsp = response.to(req)
+        desired: list[bytes] = []
         xr = _observed_xr(req.observed.composite.resource)
         context = log_context(xr, req.meta.tag)
         ensure_context_logging()
@@ -288,15 +314,17 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         # or the stdlib bridge -- carries the XR and claim (structlog contextvars, task-local).
         with structlog.contextvars.bound_contextvars(**context):
             try:
-                if await self._run(req, rsp, xr, log) is False:
+                if await self._run(req, rsp, xr, log, desired) is False:
                     outcome = "waiting"
             except SackError as e:
                 outcome = "fatal"
+                desired.clear()
                 log.info("fatal", reason=e.reason, error=str(e))
                 rsp.desired.CopyFrom(req.desired)
                 _result(rsp, fnv1.SEVERITY_FATAL, e.reason, str(e))
             except Exception as e:
                 outcome = "fatal"
+                desired.clear()
                 log.exception("unexpected error")
                 rsp.desired.CopyFrom(req.desired)
                 _result(
@@ -313,7 +341,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             except Exception:
                 log.warning("metrics update failed")
             log.debug("done", seconds=round(seconds, 4))
-        return rsp, outcome
+        return rsp, desired_field(desired), outcome
 
     async def _run(
         self,
@@ -321,6 +349,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         rsp: fnv1.RunFunctionResponse,
         xr: Lazy,
         log: Any,
+        desired: list[bytes],
     ) -> bool:
         has_input = req.HasField("input")
         policy_key = req.input.SerializeToString(deterministic=True) if has_input else b""
@@ -398,11 +427,14 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 xr_status=xr.get("status") or {},
             )
         )
+        earlier = rsp.desired.resources  # what earlier steps composed: merged into, as before
         for key in sorted(out.resources):
-            put(rsp.desired.resources[key].resource, out.resources[key])
-            rsp.desired.resources[key].ready = (
-                fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
-            )
+            ready = fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
+            if key in earlier:
+                put(earlier[key].resource, out.resources[key])
+                earlier[key].ready = ready
+            else:
+                desired.append(resource_entry(key, struct_bytes(out.resources[key]), ready))
         put(rsp.desired.composite.resource, {"status": out.status})
         if not out.all_ready:
             rsp.desired.composite.ready = fnv1.READY_FALSE

@@ -70,17 +70,17 @@ class RawRunFunction:
                 return _meta(req.meta.tag, min(ttl, self.runner.answer_ttl)) + body
         if v is None:
             v = reads.view(req, in_place=True)
-        rsp, outcome, facts = await self.runner.compute(v)
+        rsp, desired, outcome, facts = await self.runner.compute_wire(v)
         if key is None:
-            return rsp.SerializeToString()
+            return rsp.SerializeToString() + desired
         if outcome != "composed":
             self.responses.refuse()
-            return rsp.SerializeToString()
+            return rsp.SerializeToString() + desired
         # Stored without meta (tag and ttl are written afresh for every call); protobuf writes
         # fields in number order, so meta + body is exactly the computed payload.
         meta = _meta(rsp.meta.tag, rsp.meta.ttl.ToTimedelta().total_seconds())
         rsp.ClearField("meta")
-        body = rsp.SerializeToString()
+        body = rsp.SerializeToString() + desired
         note = {"tag": v.meta.tag, "xr": _xr_name(v.observed.composite.resource)}
         self.responses.store(key, body, facts, note)
         return meta + body

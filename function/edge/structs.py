@@ -140,3 +140,38 @@ def struct_bytes(obj: Mapping[str, Any]) -> bytes:
 def put(target: struct_pb2.Struct, obj: Mapping[str, Any]) -> None:
     """``target.update(obj)`` (top-level keys replaced), through :func:`struct_bytes`."""
     target.MergeFromString(struct_bytes(obj))
+
+
+# -- the response's desired objects on the wire -------------------------------------------------
+# RunFunctionResponse.desired = 2 (State); State.resources = 2, a map<string, Resource> whose
+# entries are messages {key = 1, value = 2}; Resource.resource = 1 (Struct), ready = 3 (enum).
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _delimited(tag: bytes, payload: bytes) -> bytes:
+    return tag + _varint(len(payload)) + payload
+
+
+def resource_entry(key: str, resource: bytes, ready: int) -> bytes:
+    """One ``desired.resources`` entry of a State, serialized: ``resource`` is the object's
+    serialized Struct (:func:`struct_bytes`), ``ready`` a ``fnv1.Ready`` value.
+    """
+    value = _delimited(b"\x0a", resource) + b"\x18" + _varint(ready)
+    return _delimited(
+        b"\x12", _delimited(b"\x0a", key.encode("utf-8")) + _delimited(b"\x12", value)
+    )
+
+
+def desired_field(entries: list[bytes]) -> bytes:
+    """A RunFunctionResponse's ``desired`` field holding ``entries`` (b"" when none): appended
+    to a serialized response, protobuf merges it into the ``desired`` already there.
+    """
+    return _delimited(b"\x12", b"".join(entries)) if entries else b""
