@@ -45,6 +45,7 @@ class RawRunFunction:
         self.runner = runner
         self.responses = responses
         self.log = structlog.get_logger("function.edge.server")
+        self._log: Any = None
 
     async def run(self, request: bytes, _context: grpc.aio.ServicerContext | None) -> bytes:
         started = time.perf_counter()
@@ -66,7 +67,9 @@ class RawRunFunction:
                 body, lifetime, note = hit
                 ttl = self.runner.answer_ttl if lifetime is None else lifetime
                 metrics.observe_request("reused", time.perf_counter() - started, ())
-                self.log.debug("reused the answer to the same content", **(note or {}))
+                if self._log is None:  # bound once: the lazy proxy binds on every call
+                    self._log = self.log.bind()
+                self._log.debug("reused the answer to the same content", **(note or {}))
                 return _meta(req.meta.tag, min(ttl, self.runner.answer_ttl)) + body
         if v is None:
             v = reads.view(req, in_place=True)
