@@ -9,9 +9,11 @@ re-serializer (benchmarks/wire.py) write ``--calls`` fresh Go-order copies of it
 Crossplane's tag, and sends them to the gRPC edge's ``RawRunFunction.run`` in this process
 (no sockets): ``--path compute`` with answer reuse off (``--response-bytes 0``), ``reuse``
 with it on, ``new-claim`` the compute path of a claim whose Flux mutation is not memoised
-(every memo of the component warm), ``floor`` the floor (benchmarks/floor.py). Prints CPU
-per call; with ``--cprofile N`` the N functions with the most cumulative time. Without a Go
-toolchain the copies are Python's serialization (same content, one byte string).
+(every memo of the component warm; ``unseen``: nor its spec, admission and composed
+objects; ``evicted``: those, its mutation kept packed only), ``floor`` the floor
+(benchmarks/floor.py). Prints CPU per call; with ``--cprofile N`` the N functions with the
+most cumulative time. Without a Go toolchain the copies are Python's serialization (same
+content, one byte string).
 """
 
 from __future__ import annotations
@@ -76,11 +78,13 @@ async def measure(
         runner = FunctionRunner(sources=SourceFactory(cache=Cache(ttl=3600)))
         responses = Responses(256 * 2**20 if path == "reuse" else 0)
         raw = RawRunFunction(runner, responses)
-        # a claim not seen lately: its Flux mutation is not memoised ("new-claim"), nor
-        # anything else of its own ("unseen": its spec, admission, composed objects)
+        # a claim never seen: its Flux mutation is not memoised ("new-claim"), nor anything
+        # else of its own ("unseen": its spec, admission, composed objects); a claim not seen
+        # lately, whose mutation is kept packed only ("evicted")
         fresh = {
-            "new-claim": ("mutations",),
-            "unseen": ("mutations", "specs", "admissions", "structs"),
+            "new-claim": ("mutations", "packed_mutations"),
+            "unseen": ("mutations", "packed_mutations", "specs", "admissions", "structs"),
+            "evicted": ("mutations", "specs", "admissions", "structs"),
         }.get(path, ())
 
         async def call(b: bytes) -> object:
