@@ -108,6 +108,24 @@ def test_mutation_is_memoised_and_equal_to_a_fresh_computation(memos):
     assert fresh == first and fresh is not first
 
 
+def test_a_mutation_evicted_as_an_object_is_unpacked_equal(memos):
+    """A fleet outgrows the object table: each mutation is also kept packed, and a claim not
+    seen lately gets exactly what recomputing would give, without recomputing it.
+    """
+    files = {"deploy.yaml": DEPLOY.encode()}
+    first = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
+    packed = memos.tables["packed_mutations"]
+    assert len(packed) == 1
+    memos.mutations.clear()  # evicted as an object, still packed
+    hits = packed.stats.hits
+    again = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
+    assert packed.stats.hits == hits + 1
+    assert again == first and again is not first
+    assert mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3}) is again
+    other = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 4})
+    assert other != first and len(packed) == 2  # other values: another entry
+
+
 @pytest.mark.parametrize(
     "change",
     [
