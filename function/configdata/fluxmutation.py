@@ -239,15 +239,26 @@ def _checked(inp: MutationInput) -> FluxMutation:
         # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource,
         # and the component: one replica serves every tenant, so the operator reading the
         # error must learn whose content it is.
-        name, where, message = inp.configdata_name, e.where, e.message
-        if name != "ConfigData" and where.startswith("ConfigData ") and not where.startswith(name):
-            where = name + where[len("ConfigData") :]
+        where, message = _named(inp.configdata_name, e.where), e.message
         cv = inp.component
         if cv.name and cv.name not in where and cv.name not in message:
             message = f"{message} (component {cv.name}:{cv.version})"
         if (where, message) == (e.where, e.message):
             raise
         raise type(e)(where, message, reason=e.reason) from None
+
+
+def _named(configdata_name: str, text: str) -> str:
+    """``text`` with a leading ``"ConfigData "`` (how rules name their ConfigData) naming the
+    actual ConfigData resource instead, for errors and warnings alike.
+    """
+    if (
+        configdata_name != "ConfigData"
+        and text.startswith("ConfigData ")
+        and not text.startswith(configdata_name)
+    ):
+        return configdata_name + text[len("ConfigData") :]
+    return text
 
 
 def _mutation(inp: MutationInput) -> FluxMutation:
@@ -326,13 +337,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
         for s in p.substitutions
         if s.warning and (s.rule, s.file, format_path(s.path.steps)) in applied
     ]
-    if configdata_name != "ConfigData":  # name the actual ConfigData resource, as errors do
-        warnings = [
-            configdata_name + w[len("ConfigData") :]
-            if w.startswith("ConfigData ") and not w.startswith(configdata_name)
-            else w
-            for w in warnings
-        ]
+    warnings = [_named(configdata_name, w) for w in warnings]  # as errors name it
     warnings.extend(hints)  # suggestions name the resource already
     if p.substitutions and not traces:
         warnings.append(
