@@ -36,10 +36,10 @@ from function.compose.admission import Admission, registry_for
 from function.compose.context import Context
 from function.compose.identity import Identity
 from function.configdata.fluxmutation import FluxMutation, MutationInput, mutate
-from function.configdata.localize import enforce_image_pairs
 from function.errors import ComponentError, InvalidClaim
 from function.ocm import digests
-from function.ocm.access import ImageTable, flux_source, image_table
+from function.ocm.access import flux_source
+from function.ocm.images import ImageTable, allowlisted, image_table
 from function.ocm.model import TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
 from function.ocm.source import LoadedComponent, resource_key
 
@@ -157,6 +157,7 @@ def _mutation(
             schema_violations=inp.policy.configData.schemaViolations,
             duplicate_keys=inp.policy.configData.duplicateKeys,
             deployable=deployable.name,
+            image_pairs=inp.policy.configData.imagePairs,
         )
     )
 
@@ -235,10 +236,10 @@ def compose(inp: CoreInput) -> CoreOutput:
     )
     # Every image reference is resolved and parsed once, here, and used from this table by
     # status, the pull secrets and the ConfigData engine.
-    # References outside the image allowlist become errors here (images.py).
-    table = images.allowlisted(
+    # References outside the image allowlist become errors here (ocm/images.py).
+    table = allowlisted(
         image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages),
-        policy,
+        images.allowed_hosts(policy),
         f"component {cv.name}:{cv.version}",
     )
     image_list = _images(inp, table)
@@ -304,15 +305,6 @@ def compose(inp: CoreInput) -> CoreOutput:
     ]
     notes.extend(digest_notes)
     notes.extend(Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings)
-    notes.extend(
-        Note("Warning", "ConfigDataWarning", w)
-        for w in enforce_image_pairs(
-            mutation.image_pair_defects,
-            fatal=policy.configData.imagePairs == "Fatal",
-            downgrade="Ops can make this a Warning while the ConfigData is fixed: policy "
-            "configData.imagePairs: Warning",
-        )
-    )
     if gate.warning:
         notes.append(Note("Warning", "DescriptorDigestUnchecked", gate.warning))
     unused = unused_values_note(policy, flavour, cd, mutation)

@@ -16,7 +16,7 @@ from function.configdata.localize import plan_localization
 from function.configdata.model import ConfigData
 from function.configdata.substitution import Change, Substitution
 from function.configdata.yamlfile import YamlFile, apply, dump_file, load_file
-from function.ocm.access import ImageTable
+from function.ocm.images import ImageTable
 from function.ocm.model import ComponentVersion
 
 if TYPE_CHECKING:
@@ -63,7 +63,8 @@ def plan(
 ) -> Plan:
     """Every substitution the ConfigData asks for, localization first (upstream order).
 
-    ``images``: the request's resolved image references (default: computed from ``component``).
+    ``images``: the request's image table, as the caller built it (None: see
+    :func:`function.configdata.localize.plan_localization`).
     ``schema_violations="Warning"`` (the ops policy switch, the CLI flag) turns schema
     violations of the values into findings instead of an error.
     """

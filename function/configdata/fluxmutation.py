@@ -24,7 +24,7 @@ from function.cache import active_memos, approx_size, digest, files_digest
 from function.configdata import helm, kustomize
 from function.configdata.configure import SchemaViolations
 from function.configdata.engine import plan
-from function.configdata.localize import ImagePairDefect, image_pair_defects
+from function.configdata.localize import ImagePairDefect, enforce_image_pairs, image_pair_defects
 from function.configdata.model import DUPLICATE_KEY, parse_configdata
 from function.configdata.paths import format_path
 from function.configdata.plain import plain
@@ -33,7 +33,7 @@ from function.configdata.suggestions import suggestion_for
 from function.configdata.unused import unused_hint, unused_values
 from function.configdata.yamlfile import YamlFile, apply, load_file
 from function.errors import InvalidConfigData, SackError
-from function.ocm.access import ImageTable, image_table
+from function.ocm.images import ImageTable, image_table
 from function.ocm.model import ComponentVersion
 from function.yamlio import YamlError, load_one
 
@@ -74,22 +74,25 @@ class MutationInput:
 
     ``files``: for ``helm`` the chart's files relative to the chart root (``values.yaml``,
     ``templates/...``); for ``kustomize`` the files of the tar relative to its root.
-    ``images``: the request's image table (:func:`function.ocm.access.image_table`), resolved
-    once by the core; None computes it from ``component`` (no policy downgrades).
+    ``images``: the request's image table (:func:`function.ocm.images.image_table`), built
+    once by the caller.
     ``schema_violations``: the policy's ``configData.schemaViolations`` (``Warning`` reports
-    schema violations of the values as warnings instead of failing).
+    schema violations of the values as warnings instead of failing). ``image_pairs``: the
+    policy's ``configData.imagePairs``, settled here (Fatal raises the first defect, Warning
+    appends every defect to the warnings); None leaves the defects to the caller.
     """
 
     flavour: Flavour
     configdata: bytes
     component: ComponentVersion
     files: Mapping[str, bytes]
-    values: Mapping[str, Any] | None = None
-    images: ImageTable | None = None
+    values: Mapping[str, Any] | None
+    images: ImageTable
     configdata_name: str = "ConfigData"
     schema_violations: SchemaViolations = "Fatal"
     duplicate_keys: Literal["Warning", "Fatal"] = "Warning"  # configData.duplicateKeys
     deployable: str = ""  # the deployable's resource name, for errors in its files only
+    image_pairs: Literal["Warning", "Fatal"] | None = None  # configData.imagePairs
 
 
 def _trace(change: Change) -> Trace:
@@ -110,8 +113,6 @@ def mutate(inp: MutationInput) -> FluxMutation:
     """
     if inp.flavour not in ("helm", "kustomize"):
         raise ValueError(f"unknown flavour {inp.flavour!r}")
-    if inp.images is None:
-        inp = replace(inp, images=image_table(inp.component))
     memos = active_memos()
     key = _memo_key(inp) if memos else None
     if memos is not None and key is not None:
@@ -119,11 +120,26 @@ def mutate(inp: MutationInput) -> FluxMutation:
         # The key holds the descriptor digest; the component itself is compared too, so two
         # different descriptors that claim one digest (hand-made ones) never share an entry.
         if hit is not None and (hit[0] is inp.component or hit[0] == inp.component):
-            return hit[1]
+            return _settled(hit[1], inp.image_pairs)
     result = _checked(inp)
     if memos is not None and key is not None:
         memos.mutations.put(key, (inp.component, result), _size(result))
-    return result
+    return _settled(result, inp.image_pairs)
+
+
+def _settled(m: FluxMutation, image_pairs: Literal["Warning", "Fatal"] | None) -> FluxMutation:
+    """The image-pair policy applied to a (memoised, shared) mutation: a Fatal defect raises
+    on every call, Warning defects follow the other warnings (a copy; the memo is not touched).
+    """
+    if image_pairs is None or not m.image_pair_defects:
+        return m
+    lines = enforce_image_pairs(
+        m.image_pair_defects,
+        fatal=image_pairs == "Fatal",
+        downgrade="Ops can make this a Warning while the ConfigData is fixed: policy "
+        "configData.imagePairs: Warning",
+    )
+    return replace(m, warnings=m.warnings + lines)
 
 
 def mutation_for(
@@ -137,7 +153,9 @@ def mutation_for(
     images: ImageTable | None = None,
     schema_violations: SchemaViolations = "Fatal",
 ) -> FluxMutation:
-    """:func:`mutate` with the inputs spelled out (for callers outside the core)."""
+    """:func:`mutate` with the inputs spelled out (for callers outside the core; ``images``
+    None: :func:`function.ocm.images.image_table` of ``component`` with no policy).
+    """
     return mutate(
         MutationInput(
             flavour,
@@ -145,7 +163,7 @@ def mutation_for(
             component,
             files,
             values,
-            images,
+            image_table(component) if images is None else images,
             configdata_name,
             schema_violations,
         )
@@ -172,7 +190,7 @@ def _memo_key(inp: MutationInput) -> Hashable | None:
     policy. All of it is in the key, by content.
     """
     component, values = inp.component, inp.values
-    if not component.descriptor_digest or inp.images is None:
+    if not component.descriptor_digest:
         return None
     if not _json_like(values, 0):
         return None
