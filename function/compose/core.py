@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from function.api.claim import Spec
 from function.api.policy import Policy
+from function.cache import Memos
 from function.compose import (
     collisions,
     events,
@@ -64,6 +65,8 @@ class CoreInput:
     observed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # The XR's status as the last successful reconcile wrote it: what was already reported.
     xr_status: Mapping[str, Any] = field(default_factory=dict)
+    # The edge's memo tables (function.cache), passed to every step that memoises; None: none.
+    memos: Memos | None = field(default=None, compare=False, repr=False)
 
 
 Note = events.Note
@@ -158,7 +161,8 @@ def _mutation(
             duplicate_keys=inp.policy.configData.duplicateKeys,
             deployable=deployable.name,
             image_pairs=inp.policy.configData.imagePairs,
-        )
+        ),
+        inp.memos,
     )
 
 
@@ -208,7 +212,7 @@ def compose(inp: CoreInput) -> CoreOutput:
             f"component {cv.name}:{cv.version}", "no deployable resource was selected"
         )
     # Nothing is composed from a descriptor whose policy signatures do not verify.
-    verified = integrity.check(policy, cv)
+    verified = integrity.check(policy, cv, inp.memos)
     # What was read was checked against the resource digests while loading (a mismatch never
     # loads); whether a resource without one may be used is the policy's call.
     digest_notes = [
@@ -233,12 +237,13 @@ def compose(inp: CoreInput) -> CoreOutput:
         inp.loaded.contents.get(resource_key(deployable)) or {},
         spec.deploy.path if flavour == "kustomize" else None,
         f"component {cv.name}:{cv.version} {deployable.describe()}",
+        inp.memos,
     )
     # Every image reference is resolved and parsed once, here, and used from this table by
     # status, the pull secrets and the ConfigData engine.
     # References outside the image allowlist become errors here (ocm/images.py).
     table = allowlisted(
-        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages),
+        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages, memos=inp.memos),
         images.allowed_hosts(policy),
         f"component {cv.name}:{cv.version}",
     )

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from function import budgets
-from function.cache import active_memos, approx_size, digest, files_digest
+from function.cache import Memos, approx_size, digest, files_digest, tables
 from function.configdata import helm, kustomize
 from function.configdata.configure import SchemaViolations
 from function.configdata.engine import plan
@@ -106,22 +106,25 @@ def _trace(change: Change) -> Trace:
     )
 
 
-def mutate(inp: MutationInput) -> FluxMutation:
+def mutate(inp: MutationInput, memos: Memos | None = None) -> FluxMutation:
     """Plan and apply every ConfigData rule for one deployable, for Flux.
 
+    ``memos``: the edge's memo tables (:mod:`function.cache`); the whole mutation is memoised
+    under :func:`_memo_key`, and the steps inside it (parsed ConfigData, validators,
+    expressions, YAML) in their own tables.
     Raises :class:`function.errors.SackError` subclasses naming rule, field and file.
     """
     if inp.flavour not in ("helm", "kustomize"):
         raise ValueError(f"unknown flavour {inp.flavour!r}")
-    memos = active_memos()
-    key = _memo_key(inp) if memos else None
+    memos = tables(memos)
+    key = _memo_key(inp, memos) if memos else None
     if memos is not None and key is not None:
         hit = memos.mutations.get(key)
         # The key holds the descriptor digest; the component itself is compared too, so two
         # different descriptors that claim one digest (hand-made ones) never share an entry.
         if hit is not None and (hit[0] is inp.component or hit[0] == inp.component):
             return _settled(hit[1], inp.image_pairs)
-    result = _checked(inp)
+    result = _checked(inp, memos)
     if memos is not None and key is not None:
         memos.mutations.put(key, (inp.component, result), _size(result))
     return _settled(result, inp.image_pairs)
@@ -152,6 +155,7 @@ def mutation_for(
     configdata_name: str = "ConfigData",
     images: ImageTable | None = None,
     schema_violations: SchemaViolations = "Fatal",
+    memos: Memos | None = None,
 ) -> FluxMutation:
     """:func:`mutate` with the inputs spelled out (for callers outside the core; ``images``
     None: :func:`function.ocm.images.image_table` of ``component`` with no policy).
@@ -166,7 +170,8 @@ def mutation_for(
             image_table(component) if images is None else images,
             configdata_name,
             schema_violations,
-        )
+        ),
+        memos,
     )
 
 
@@ -181,7 +186,7 @@ def _images_key(images: ImageTable) -> Hashable:
     )
 
 
-def _memo_key(inp: MutationInput) -> Hashable | None:
+def _memo_key(inp: MutationInput, memos: Memos | None = None) -> Hashable | None:
     """Content key of everything the mutation depends on, or None (then it is not memoised).
 
     The mutation is a pure function of the :class:`MutationInput`: the flavour, the
@@ -197,8 +202,8 @@ def _memo_key(inp: MutationInput) -> Hashable | None:
     vk = json.dumps(values, sort_keys=True, separators=(",", ":"), allow_nan=True)
     return (
         inp.flavour,
-        _digest_of(inp.configdata, digest),
-        _digest_of(inp.files, files_digest),
+        _digest_of(inp.configdata, digest, memos),
+        _digest_of(inp.files, files_digest, memos),
         digest(vk),
         inp.configdata_name,
         _images_key(inp.images),
@@ -211,9 +216,8 @@ def _memo_key(inp: MutationInput) -> Hashable | None:
     )
 
 
-def _digest_of(obj: Any, compute: Callable[[Any], bytes]) -> bytes:
+def _digest_of(obj: Any, compute: Callable[[Any], bytes], memos: Memos | None) -> bytes:
     """Immutable inputs (bytes, a read-only file map of bytes) are hashed once per object."""
-    memos = active_memos()
     immutable = isinstance(obj, bytes) or (
         isinstance(obj, MappingProxyType) and all(type(v) is bytes for v in obj.values())
     )
@@ -250,9 +254,9 @@ def _size(m: FluxMutation) -> int:
     )
 
 
-def _checked(inp: MutationInput) -> FluxMutation:
+def _checked(inp: MutationInput, memos: Memos | None) -> FluxMutation:
     try:
-        return _mutation(inp)
+        return _mutation(inp, memos)
     except SackError as e:
         # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource,
         # and the component: one replica serves every tenant, so the operator reading the
@@ -279,9 +283,9 @@ def _named(configdata_name: str, text: str) -> str:
     return text
 
 
-def _mutation(inp: MutationInput) -> FluxMutation:
+def _mutation(inp: MutationInput, memos: Memos | None) -> FluxMutation:
     flavour, files, configdata_name = inp.flavour, inp.files, inp.configdata_name
-    cd = parse_configdata(inp.configdata, configdata_name)
+    cd = parse_configdata(inp.configdata, configdata_name, memos)
     if inp.duplicate_keys == "Fatal":
         dups = [f for f in cd.findings if f.code == DUPLICATE_KEY]
         if dups:
@@ -295,6 +299,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
         values=inp.values,
         images=inp.images,
         schema_violations=inp.schema_violations,
+        memos=memos,
     )
 
     loaded: dict[str, YamlFile] = {}
@@ -319,7 +324,9 @@ def _mutation(inp: MutationInput) -> FluxMutation:
         f = loaded.get(sub.file)
         if f is None:
             try:
-                f = loaded[sub.file] = load_file(files[sub.file], sub.file, round_trip=False)
+                f = loaded[sub.file] = load_file(
+                    files[sub.file], sub.file, round_trip=False, memos=memos
+                )
             except YamlError as e:
                 owner = f"resource {inp.deployable}" if inp.deployable else f"the {what}"
                 raise YamlError(sub.where, f"{e.message} (a file of {owner})") from None
@@ -335,7 +342,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
             over = {}
             for kf in kustomize.kustomizations_over(sub.file, files):
                 if kf not in kust_docs:
-                    kust_docs[kf] = load_one(files[kf], kf)
+                    kust_docs[kf] = load_one(files[kf], kf, memos=memos)
                 over[kf] = kust_docs[kf]
             kustomize.check_change(change, doc, over)
             patches.append(kustomize.patch_for(change, doc))
@@ -364,7 +371,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
             f"{what} (files named: {', '.join(sorted({s.file for s in p.substitutions}))}); "
             "check the rules' file fields"
         )
-    unused = unused_values(cd, inp.values, files=files.keys())
+    unused = unused_values(cd, inp.values, files=files.keys(), memos=memos)
     return FluxMutation(
         helm_values=helm_values,
         kustomize_patches=tuple(patches),

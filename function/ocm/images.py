@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from function.cache import Memos, tables
 from function.errors import ComponentError, PolicyViolation, SackError
 from function.ocm.access import (
     LOCAL_BLOB,
@@ -32,9 +33,6 @@ from function.ocm.imageref import BadReference, ImageRef, parse_reference
 from function.ocm.layout import DIGEST_RE, SHA256_RE, is_manifest_media_type
 from function.ocm.model import ComponentVersion, Resource
 from function.ocm.source import resource_key
-
-if TYPE_CHECKING:
-    from function.cache import Memos
 
 #: ``resource.digest`` normalisations whose value is the OCI manifest digest of the artifact.
 PINNING_NORMALISATIONS = ("genericblobdigest/v1", "ociartifactdigest/v1")
@@ -157,6 +155,7 @@ def image_table(
     descriptor itself is compared too (hand-made descriptors may share a digest string), so
     a warm reconcile of a large component does not parse every image reference again.
     """
+    memos = tables(memos)
     if memos is None or not cv.descriptor_digest:
         return _image_table(cv, allow_unpinned=allow_unpinned)
     repo = cv.repository
