@@ -391,7 +391,8 @@ def memo(
     t = memos.tables[table]
     hit = t.get(key)
     if hit is not None:
-        return hit[0]
+        remembered: T = hit[0]
+        return remembered
     value = compute()
     t.put(key, (value,), size(value))
     return value

@@ -163,7 +163,8 @@ def image_table(
     key = (cv.descriptor_digest, where, allow_unpinned)
     hit = memos.tables["images"].get(key)
     if hit is not None and (hit[0] is cv.descriptor or hit[0] == cv.descriptor):
-        return hit[1]
+        remembered: ImageTable = hit[1]
+        return remembered
     table = _image_table(cv, allow_unpinned=allow_unpinned)
     memos.tables["images"].put(key, (cv.descriptor, table), 200 + 600 * len(table))
     return table
