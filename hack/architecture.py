@@ -68,9 +68,7 @@ def table() -> str:
         "| layer | module | what it is (the module's docstring) |",
         "|---|---|---|",
     ]
-    lines += [
-        f"| {_layer(p)} | `{p.relative_to(REPO).as_posix()}` | {summary(p)} |" for p in rows
-    ]
+    lines += [f"| {_layer(p)} | `{p.relative_to(REPO).as_posix()}` | {summary(p)} |" for p in rows]
     lines += ["", "Layers, top to bottom (imports only point down):", ""]
     lines += [f"- **{layer}** (`{prefix}/`): {what}" for prefix, layer, what in LAYERS]
     lines += ["", END]
