@@ -167,7 +167,7 @@ def mutation_for(
             component,
             files,
             values,
-            image_table(component) if images is None else images,
+            image_table(component, memos=memos) if images is None else images,
             configdata_name,
             schema_violations,
         ),
