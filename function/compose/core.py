@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from function.api.claim import Spec
 from function.api.policy import Policy
+from function.cache import Memos
 from function.compose import (
     collisions,
     events,
@@ -36,10 +37,10 @@ from function.compose.admission import Admission, registry_for
 from function.compose.context import Context
 from function.compose.identity import Identity
 from function.configdata.fluxmutation import FluxMutation, MutationInput, mutate
-from function.configdata.localize import enforce_image_pairs
 from function.errors import ComponentError, InvalidClaim
 from function.ocm import digests
-from function.ocm.access import ImageTable, flux_source, image_table
+from function.ocm.access import flux_source
+from function.ocm.images import ImageTable, allowlisted, image_table
 from function.ocm.model import TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
 from function.ocm.source import LoadedComponent, resource_key
 
@@ -64,6 +65,8 @@ class CoreInput:
     observed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # The XR's status as the last successful reconcile wrote it: what was already reported.
     xr_status: Mapping[str, Any] = field(default_factory=dict)
+    # The edge's memo tables (function.cache), passed to every step that memoises; None: none.
+    memos: Memos | None = field(default=None, compare=False, repr=False)
 
 
 Note = events.Note
@@ -157,7 +160,9 @@ def _mutation(
             schema_violations=inp.policy.configData.schemaViolations,
             duplicate_keys=inp.policy.configData.duplicateKeys,
             deployable=deployable.name,
-        )
+            image_pairs=inp.policy.configData.imagePairs,
+        ),
+        inp.memos,
     )
 
 
@@ -207,7 +212,7 @@ def compose(inp: CoreInput) -> CoreOutput:
             f"component {cv.name}:{cv.version}", "no deployable resource was selected"
         )
     # Nothing is composed from a descriptor whose policy signatures do not verify.
-    verified = integrity.check(policy, cv)
+    verified = integrity.check(policy, cv, inp.memos)
     # What was read was checked against the resource digests while loading (a mismatch never
     # loads); whether a resource without one may be used is the policy's call.
     digest_notes = [
@@ -232,13 +237,14 @@ def compose(inp: CoreInput) -> CoreOutput:
         inp.loaded.contents.get(resource_key(deployable)) or {},
         spec.deploy.path if flavour == "kustomize" else None,
         f"component {cv.name}:{cv.version} {deployable.describe()}",
+        inp.memos,
     )
     # Every image reference is resolved and parsed once, here, and used from this table by
     # status, the pull secrets and the ConfigData engine.
-    # References outside the image allowlist become errors here (images.py).
-    table = images.allowlisted(
-        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages),
-        policy,
+    # References outside the image allowlist become errors here (ocm/images.py).
+    table = allowlisted(
+        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages, memos=inp.memos),
+        images.allowed_hosts(policy),
         f"component {cv.name}:{cv.version}",
     )
     image_list = _images(inp, table)
@@ -304,15 +310,6 @@ def compose(inp: CoreInput) -> CoreOutput:
     ]
     notes.extend(digest_notes)
     notes.extend(Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings)
-    notes.extend(
-        Note("Warning", "ConfigDataWarning", w)
-        for w in enforce_image_pairs(
-            mutation.image_pair_defects,
-            fatal=policy.configData.imagePairs == "Fatal",
-            downgrade="Ops can make this a Warning while the ConfigData is fixed: policy "
-            "configData.imagePairs: Warning",
-        )
-    )
     if gate.warning:
         notes.append(Note("Warning", "DescriptorDigestUnchecked", gate.warning))
     unused = unused_values_note(policy, flavour, cd, mutation)

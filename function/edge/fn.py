@@ -49,12 +49,12 @@ def _struct(msg: Any) -> dict[str, Any]:
     return to_dict(msg)
 
 
-def _observed_xr(res: Any) -> Lazy:
+def _observed_xr(res: Any, memos: Memos) -> Lazy:
     """The observed XR of a request view (function/edge/reads.py: identity, spec, the status it
     reads back) as a read-only mapping, each top-level field converted when first read (the
     spec and status once per distinct content).
     """
-    return Lazy(res)
+    return Lazy(res, memos)
 
 
 def _admit(spec: Any, policy: Any, identity: Any) -> tuple[Any, admission.Admission]:
@@ -227,7 +227,7 @@ class Composer:
 @dataclass
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     """Serves RunFunction. One instance per process; it owns the caches: its sources share
-    one storage cache, and its memo tables are bound for the duration of every request.
+    one storage cache, and it passes its memo tables to every step of a request that memoises.
     """
 
     sources: SourceFactory = field(default_factory=SourceFactory)
@@ -296,15 +296,9 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     async def _answer(
         self, req: fnv1.RunFunctionRequest
     ) -> tuple[fnv1.RunFunctionResponse, bytes, str]:
-        with self.memos.active():  # bound first: the XR's spec is converted once per content
-            return await self._answer_bound(req)
-
-    async def _answer_bound(
-        self, req: fnv1.RunFunctionRequest
-    ) -> tuple[fnv1.RunFunctionResponse, bytes, str]:
         rsp = response.to(req)
         desired: list[bytes] = []
-        xr = _observed_xr(req.observed.composite.resource)
+        xr = _observed_xr(req.observed.composite.resource, self.memos)
         context = log_context(xr, req.meta.tag)
         ensure_context_logging()
         log = self.log.bind(**context)
@@ -358,13 +352,14 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             policy_key,
             lambda: parse_policy(_struct(req.input) if has_input else {}),
             lambda _: 20_000,
+            self.memos,
         )
         fields = req.observed.composite.resource.fields
         spec_value = fields["spec"] if "spec" in fields else None
         spec_key = (
             spec_value.SerializeToString(deterministic=True) if spec_value is not None else None
         )
-        spec = memo("specs", spec_key, lambda: parse_spec(dict(xr)), lambda _: 20_000)
+        spec = memo("specs", spec_key, lambda: parse_spec(dict(xr)), lambda _: 20_000, self.memos)
         identity = identity_of(xr)
         # Admission is a pure function of the claim spec, the policy and the identity: decided
         # once per distinct triple (a claim whose status changed is admitted as before).
@@ -373,6 +368,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             None if spec_key is None else (spec_key, policy_key, identity),
             lambda: _admit(spec, policy, identity),
             lambda _: 4_000,
+            self.memos,
         )
         log.debug(
             "admitted",
@@ -398,6 +394,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             status=(xr.get("status") or {}),
             credentials=req.credentials,
             base_dir=self.base_dir,
+            memos=self.memos,
         )
         log.debug(
             "component loaded",
@@ -405,10 +402,12 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             deployable=loaded.deployable.name if loaded.deployable else None,
             configdata=loaded.configdata.name if loaded.configdata else None,
         )
-        values = got.values(spec, identity, schema=lambda: configdata_schema(loaded))
+        values = got.values(
+            spec, identity, schema=lambda: configdata_schema(loaded, self.memos), memos=self.memos
+        )
         # What the view holds of each observed object (function/edge/reads.py: readiness, the gate's
         # fields, ownership marks), each top-level field converted when first read.
-        observed = {k: Lazy(v.resource) for k, v in req.observed.resources.items()}
+        observed = {k: Lazy(v.resource, self.memos) for k, v in req.observed.resources.items()}
         # The core works on tenant content (ConfigData, schema, values, manifests) within the
         # budgets of function.budgets; a render that may run long goes to a worker thread, so
         # it never holds the event loop and other tenants' requests keep being read, answered
@@ -425,17 +424,19 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 existing_namespaces=got.namespaces,
                 observed=observed,
                 xr_status=xr.get("status") or {},
+                memos=self.memos,
             )
         )
         earlier = rsp.desired.resources  # what earlier steps composed: merged into, as before
         for key in sorted(out.resources):
             ready = fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
             if key in earlier:
-                put(earlier[key].resource, out.resources[key])
+                put(earlier[key].resource, out.resources[key], self.memos)
                 earlier[key].ready = ready
             else:
-                desired.append(resource_entry(key, struct_bytes(out.resources[key]), ready))
-        put(rsp.desired.composite.resource, {"status": out.status})
+                entry = struct_bytes(out.resources[key], self.memos)
+                desired.append(resource_entry(key, entry, ready))
+        put(rsp.desired.composite.resource, {"status": out.status}, self.memos)
         if not out.all_ready:
             rsp.desired.composite.ready = fnv1.READY_FALSE
         for note in out.notes:
