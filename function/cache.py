@@ -291,7 +291,7 @@ _SHARES = {
     "yaml_files": 32,  # parsed round-trip YAML files (pickled, copied out on every hit)
     "yaml_docs": 16,  # plain safe-loaded YAML streams (pickled, copied out on every hit)
     "mutations": 64,  # Flux mutations (the whole ConfigData result for one claim)
-    "packed_mutations": 16,  # the same, pickled and compressed (~1.5 kB each, medium)
+    "packed_mutations": 32,  # the same, pickled and compressed (~1.5 kB each, medium)
     "versions": 8,  # sticky version choices, by (tag list, constraint, previous)
     "digests": 32,  # content digests of immutable inputs, by object identity
     "images": 4,  # image tables, by (descriptor manifest digest, repository, unpinned policy)

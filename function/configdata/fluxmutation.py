@@ -13,6 +13,7 @@ rules exist but none applies, that is a warning (probably a wrong ``file``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import zlib
@@ -129,7 +130,8 @@ def mutate(inp: MutationInput, memos: Memos | None = None) -> FluxMutation:
         # A fleet's mutations outnumber what the table holds as objects; each is also kept
         # packed (about a twentieth of the estimate), so a claim not seen lately unpacks its
         # mutation (~0.1 ms) instead of planning its ConfigData again.
-        packed = memos.tables["packed_mutations"].get(key)
+        packed_key = _packed_key(key)
+        packed = memos.tables["packed_mutations"].get(packed_key)
         if packed is not None and (packed[0] is inp.component or packed[0] == inp.component):
             unpacked: FluxMutation = pickle.loads(zlib.decompress(packed[1]))  # noqa: S301 - ours
             memos.mutations.put(key, (inp.component, unpacked), _size(unpacked))
@@ -142,8 +144,16 @@ def mutate(inp: MutationInput, memos: Memos | None = None) -> FluxMutation:
         except (pickle.PicklingError, TypeError, AttributeError):
             blob = None
         if blob is not None:
-            memos.tables["packed_mutations"].put(key, (inp.component, blob), len(blob) + 300)
+            entry = (inp.component, blob)
+            memos.tables["packed_mutations"].put(_packed_key(key), entry, len(blob) + 200)
     return _settled(result, inp.image_pairs)
+
+
+def _packed_key(key: Hashable) -> bytes:
+    """The packed table's key: a digest of the memo key (strings, bytes and tuples, whose
+    ``repr`` is their value), so an entry holds ~1.5 kB rather than the key's tuples.
+    """
+    return hashlib.sha256(repr(key).encode("utf-8")).digest()
 
 
 def _settled(m: FluxMutation, image_pairs: Literal["Warning", "Fatal"] | None) -> FluxMutation:

@@ -149,7 +149,14 @@ def put(target: struct_pb2.Struct, obj: Mapping[str, Any], memos: Memos | None =
 # entries are messages {key = 1, value = 2}; Resource.resource = 1 (Struct), ready = 3 (enum).
 
 
+_SMALL = [bytes((i,)) for i in range(0x80)]
+
+
 def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return _SMALL[n]
+    if n < 0x4000:
+        return bytes(((n & 0x7F) | 0x80, n >> 7))
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
