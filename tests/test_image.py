@@ -69,7 +69,7 @@ from support.oci_env import (
     registry_bin,
 )
 from support.registry import RegistryServer, free_port
-from support.tlsca import client_cert, make_pki
+from support.tlsca import client_cert, make_pki, tls_certs_dir
 from test_soak import CONCURRENCY, SOAK_ARGS, drive, mix, request, soak
 
 from function.edge.fn import FunctionRunner
@@ -271,11 +271,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
     root = tmp_path_factory.mktemp("mtls")
     pki = make_pki(root / "pki", name="sack8s function CA")  # server certificate for 127.0.0.1
     crt, key = client_cert(pki, root / "client", "crossplane")
-    certs = root / "certs"
-    certs.mkdir()
-    (certs / "tls.crt").write_bytes(pki.cert_file.read_bytes())
-    (certs / "tls.key").write_bytes(pki.key_file.read_bytes())
-    (certs / "ca.crt").write_text(pki.ca_pem)
+    certs = tls_certs_dir(pki, root / "certs")
     for p in (certs, *certs.iterdir()):  # readable by the container's user (a throw-away key)
         p.chmod(0o755 if p.is_dir() else 0o644)
     return Tls(
