@@ -27,6 +27,12 @@ operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``
 Errors are never cached: invalid input is re-checked, and reported, on every call. What a
 memo returns must not be mutated (frozen models, the Flux mutation) or is a fresh copy
 (parsed YAML, which the engine edits in place).
+
+:class:`Lru` is hand-written rather than ``cachetools`` (8.0): a memo table is bounded by
+entries *and* bytes at once, where a ``cachetools`` cache has one ``maxsize`` measure, and
+``TTLCache`` neither says how long an entry stays fresh (:meth:`Cache.remaining`, which caps
+a kept answer's life) nor is it thread-safe without a lock around every call, which
+:class:`Lru` already is.
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ versions are ignored for ranges, but an exact string still matches them.
 Supported: exact ``6.2.0``/``v6.2.0``; comparisons ``=``, ``!=``, ``>``, ``>=``, ``<``, ``<=``
 (``=<``, ``=>``); ``~6.2`` (``~>``), ``^6``; wildcards ``6.x``, ``6.2.*``, ``*``; partial versions
 ``6.2``; hyphen ranges ``6.2 - 6.4``; AND by comma or space, OR by ``||``. Highest match wins.
+
+Hand-written because no Python library speaks Masterminds: ``semver`` (3.1) matches one
+comparison, no ranges; ``node-semver`` (0.9) is npm's grammar, which has no ``!=`` or ``=<``
+and admits a pre-release only beside a comparator of the same ``major.minor.patch``
+(``>=6.2.0-0 <7`` never picks ``6.4.0-beta.1``, Masterminds and Flux do).
 """
 
 from __future__ import annotations
