@@ -267,15 +267,25 @@ def _provider(v: Any, *, as_map: bool, keep_null_value: bool) -> Any:
     return out
 
 
-def _v4alpha1(doc: Mapping[str, Any]) -> dict[str, Any]:
-    comp = _map(doc.get("component"))
+def _header(comp: Mapping[str, Any], *, legacy: bool) -> dict[str, Any]:
+    """Name, version, labels, creation time and provider, which both algorithms write alike
+    but for three legacy (v1) rules: null label values kept, the time rounded to the second,
+    and a provider that is a bare name written as the name.
+    """
     out: dict[str, Any] = {"name": _str(comp.get("name")), "version": _str(comp.get("version"))}
-    labels = _labels(comp.get("labels"), keep_null_value=False)
+    labels = _labels(comp.get("labels"), keep_null_value=legacy)
     if labels:
         out["labels"] = labels
     if comp.get("creationTime"):
-        out["creationTime"] = _str(comp.get("creationTime"))
-    out["provider"] = _provider(comp.get("provider"), as_map=True, keep_null_value=False)
+        when = comp.get("creationTime")
+        out["creationTime"] = _rounded_time(when) if legacy else _str(when)
+    out["provider"] = _provider(comp.get("provider"), as_map=not legacy, keep_null_value=legacy)
+    return out
+
+
+def _v4alpha1(doc: Mapping[str, Any]) -> dict[str, Any]:
+    comp = _map(doc.get("component"))
+    out = _header(comp, legacy=False)
     resources = []
     for r_raw in _list(comp.get("resources")):
         r = _map(r_raw)
@@ -330,13 +340,7 @@ def _legacy_extra_identity(resources: list[dict[str, Any]]) -> None:
 def _v1(doc: Mapping[str, Any]) -> dict[str, Any]:
     comp = _map(doc.get("component"))
     meta = _map(doc.get("meta"))
-    out: dict[str, Any] = {"name": _str(comp.get("name")), "version": _str(comp.get("version"))}
-    labels = _labels(comp.get("labels"), keep_null_value=True)
-    if labels:
-        out["labels"] = labels
-    if comp.get("creationTime"):
-        out["creationTime"] = _rounded_time(comp.get("creationTime"))
-    out["provider"] = _provider(comp.get("provider"), as_map=False, keep_null_value=True)
+    out = _header(comp, legacy=True)
     raw_resources = [dict(_map(r)) for r in _list(comp.get("resources"))]
     for r in raw_resources:
         r["name"] = _str(r.get("name"))
