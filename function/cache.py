@@ -174,6 +174,7 @@ class Cache:
     :meth:`count_request`), for tests and metrics.
     """
 
+    # Deliberately alike (duplicates): budgets and state set up as Lru's are.
     def __init__(
         self,
         max_bytes: int = DEFAULT_MAX_BYTES,

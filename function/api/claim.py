@@ -257,6 +257,7 @@ class Spec(Model):
 
 
 # ----------------------------------------------------------------------------- status
+# Deliberately alike (duplicates): the status objects are flat field lists, one model each.
 
 
 class StatusDigest(Model):

@@ -113,6 +113,7 @@ async def resolve_version(
     )
 
 
+# Deliberately alike (duplicates): the keyword options resolve_version also takes.
 async def load_component(
     source: ComponentSource,
     component: str,

@@ -337,6 +337,7 @@ def _legacy_extra_identity(resources: list[dict[str, Any]]) -> None:
             break
 
 
+# Deliberately alike (duplicates): each algorithm walks the elements as upstream does.
 def _v1(doc: Mapping[str, Any]) -> dict[str, Any]:
     comp = _map(doc.get("component"))
     meta = _map(doc.get("meta"))
