@@ -52,6 +52,20 @@ SOAK_ENABLED = os.environ.get("SACK8S_SOAK", "") not in ("", "0", "false")
 # -- the server subprocess --------------------------------------------------------------------
 
 
+def rss_kib(pid: int) -> int:
+    """The resident set of a process, in KiB (``VmRSS``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def scrape(metrics_port: int, timeout: float = 5) -> str:
+    """The metrics a server on this machine exposes at ``metrics_port``."""
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    return urllib.request.urlopen(url, timeout=timeout).read().decode()
+
+
 @dataclass
 class Server:
     args: list[str]
@@ -89,9 +103,7 @@ class Server:
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, f"sack8s serve exited: {self.output()[-2000:]}"
             try:
-                urllib.request.urlopen(
-                    f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=1
-                ).read()
+                scrape(self.metrics_port, timeout=1)
                 return self
             except OSError:
                 time.sleep(0.1)
@@ -108,17 +120,10 @@ class Server:
         return self.proc is not None and self.proc.poll() is None
 
     def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmRSS")
+        return rss_kib(self.proc.pid)
 
     def metrics(self) -> str:
-        return (
-            urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5)
-            .read()
-            .decode()
-        )
+        return scrape(self.metrics_port)
 
     def stop(self) -> int | None:
         if self.proc is None:
