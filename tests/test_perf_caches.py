@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from test_configdata_fluxmutation import tiny_cv
 
 from function.api.claim import Spec
 from function.cache import Cache, Lru, Memos, digest, files_digest
@@ -35,28 +36,19 @@ DATA = Path(__file__).parent / "data" / "configdata" / "backend"
 D = "sha256:" + "11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1"
 
 
+def cv(
+    ref: str = f"r.io:5000/team/app:1@{D}", digest: str = "sha256:" + "0" * 64
+) -> ComponentVersion:
+    """The fluxmutation tests' one-image component, under the descriptor digest ``digest``."""
+    return dataclasses.replace(tiny_cv(ref), descriptor_digest=digest)
+
+
 @pytest.fixture(autouse=True)
 def memos():
     """Memo tables bound as the edge binds them for a request (nothing is memoised unbound)."""
     m = Memos()
     with m.active():
         yield m
-
-
-def cv(
-    ref: str = f"r.io:5000/team/app:1@{D}", digest: str = "sha256:" + "0" * 64
-) -> ComponentVersion:
-    img = Resource(
-        "image",
-        "1",
-        "ociImage",
-        "external",
-        {"type": "ociArtifact", "imageReference": ref},
-        MappingProxyType({}),
-    )
-    return ComponentVersion(
-        Descriptor("acme.org/app", "1", "acme", (img,)), Repository("r.io:5000"), digest
-    )
 
 
 CONFIG = """apiVersion: config.ocm.software/v1alpha1
