@@ -28,7 +28,7 @@ from function.edge.fn import parse_policy
 from function.edge.render import input_from_composition, load_docs
 from function.edge.sources import SourceFactory, claim_repository
 from function.errors import InvalidConfigData, InvalidValues
-from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
+from function.ocm.model import ComponentVersion
 from function.yamlio import YamlError, load_all
 
 REPO = Path(__file__).resolve().parents[1]
