@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
-from function.cache import Memos, files_digest, memo, tables
+from function.cache import Memos, files_digest, memo
 from function.errors import ComponentError, SackError
 from function.yamlio import load_one
 
@@ -365,7 +365,6 @@ def _memoised(
     shares that digest), so a warm reconcile does not parse the kustomizations or Chart.yaml
     again.
     """
-    memos = tables(memos)
     if memos is None or not (
         isinstance(files, MappingProxyType) and all(type(v) is bytes for v in files.values())
     ):

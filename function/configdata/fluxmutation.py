@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from function import budgets
-from function.cache import Memos, approx_size, digest, files_digest, tables
+from function.cache import Memos, approx_size, digest, files_digest
 from function.configdata import helm, kustomize
 from function.configdata.configure import SchemaViolations
 from function.configdata.engine import plan
@@ -116,7 +116,6 @@ def mutate(inp: MutationInput, memos: Memos | None = None) -> FluxMutation:
     """
     if inp.flavour not in ("helm", "kustomize"):
         raise ValueError(f"unknown flavour {inp.flavour!r}")
-    memos = tables(memos)
     key = _memo_key(inp, memos) if memos else None
     if memos is not None and key is not None:
         hit = memos.mutations.get(key)

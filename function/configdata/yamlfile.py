@@ -38,7 +38,7 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from function.cache import Memos, digest, tables
+from function.cache import Memos, digest
 from function.configdata.paths import get
 from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution, apply_to_documents
@@ -109,7 +109,6 @@ def load_file(
     """
     if not round_trip:
         return _load_events(text, name, memos)
-    memos = tables(memos)
     if memos is None:
         return _load_file(text, name, memos)
     key = (digest(text), name)
