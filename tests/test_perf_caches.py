@@ -27,6 +27,7 @@ from function.edge.fn import parse_policy
 from function.edge.render import input_from_composition, load_docs
 from function.edge.sources import SourceFactory, claim_repository
 from function.errors import InvalidConfigData, InvalidValues
+from function.ocm.images import image_table
 from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
 from function.yamlio import YamlError, load_all
 
@@ -96,15 +97,37 @@ def patches(m) -> list[Any]:
 
 def test_mutation_is_memoised_and_equal_to_a_fresh_computation(memos):
     files = {"deploy.yaml": DEPLOY.encode()}
-    first = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3}, memos=memos)
+    first = mutation_for(
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        files,
+        {"replicas": 3},
+        memos=memos,
+        images=image_table(cv()),
+    )
     hits = memos.mutations.stats.hits
     again = mutation_for(
-        "kustomize", CONFIG.encode(), cv(), dict(files), {"replicas": 3}, memos=memos
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        dict(files),
+        {"replicas": 3},
+        memos=memos,
+        images=image_table(cv()),
     )
     assert again is first  # served from the memo (equal component, same content)
     assert memos.mutations.stats.hits == hits + 1
     memos.clear()
-    fresh = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3}, memos=memos)
+    fresh = mutation_for(
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        files,
+        {"replicas": 3},
+        memos=memos,
+        images=image_table(cv()),
+    )
     assert fresh == first and fresh is not first
 
 
@@ -122,7 +145,15 @@ def test_mutation_is_memoised_and_equal_to_a_fresh_computation(memos):
 )
 def test_mutation_changes_with_every_input(change: str, memos):
     files = {"deploy.yaml": DEPLOY.encode()}
-    base = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3}, memos=memos)
+    base = mutation_for(
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        files,
+        {"replicas": 3},
+        memos=memos,
+        images=image_table(cv()),
+    )
     args: dict[str, Any] = {
         "configdata": CONFIG.encode(),
         "component": cv(),
@@ -157,6 +188,7 @@ def test_mutation_changes_with_every_input(change: str, memos):
                 args["values"],
                 configdata_name=name,
                 memos=memos,
+                images=image_table(args["component"]),
             )
         return
     got = mutation_for(
@@ -166,6 +198,7 @@ def test_mutation_changes_with_every_input(change: str, memos):
         args["files"],
         args["values"],
         memos=memos,
+        images=image_table(args["component"]),
     )
     assert got != base
     memos.clear()
@@ -176,6 +209,7 @@ def test_mutation_changes_with_every_input(change: str, memos):
         args["files"],
         args["values"],
         memos=memos,
+        images=image_table(args["component"]),
     )
 
 
@@ -185,21 +219,36 @@ def test_the_schema_violations_policy_is_part_of_the_mutation_key(memos):
     files = {"deploy.yaml": DEPLOY.encode()}
     bad = {"replicas": "three"}
     warned = mutation_for(
-        "kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning", memos=memos
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        files,
+        bad,
+        schema_violations="Warning",
+        memos=memos,
+        images=image_table(cv()),
     )
     assert any("is not of type 'integer'" in w for w in warned.warnings)
     assert len(memos.mutations) == 1
     with pytest.raises(InvalidValues, match="values.replicas: 'three' is not of type 'integer'"):
-        mutation_for("kustomize", CONFIG.encode(), cv(), files, bad, memos=memos)
+        mutation_for(
+            "kustomize", CONFIG.encode(), cv(), files, bad, memos=memos, images=image_table(cv())
+        )
     again = mutation_for(
-        "kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning", memos=memos
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        files,
+        bad,
+        schema_violations="Warning",
+        memos=memos,
+        images=image_table(cv()),
     )
     assert again is warned
 
 
 def test_values_that_json_cannot_tell_apart_are_not_memoised_together():
     from function.configdata.fluxmutation import MutationInput, _memo_key
-    from function.ocm.images import image_table
 
     def key(values: Any) -> Any:
         c = cv()
@@ -225,7 +274,15 @@ def test_errors_are_never_cached(memos):
     files = {"deploy.yaml": DEPLOY.encode()}
     for _ in range(2):
         with pytest.raises(InvalidValues):
-            mutation_for("kustomize", bad, cv(), files, {"replicas": 3}, memos=memos)
+            mutation_for(
+                "kustomize",
+                bad,
+                cv(),
+                files,
+                {"replicas": 3},
+                memos=memos,
+                images=image_table(cv()),
+            )
     assert len(memos.mutations) == 0
 
 
@@ -282,7 +339,8 @@ def test_applying_to_a_copy_equals_applying_to_a_fresh_parse(memos):
     from function.configdata.engine import plan
 
     cd = parse_configdata(CONFIG.encode(), memos=memos)
-    p = plan(cd, component=cv(), values={"replicas": 5}, memos=memos)
+    c = cv()
+    p = plan(cd, component=c, values={"replicas": 5}, images=image_table(c), memos=memos)
     outs = []
     for _ in range(2):
         memos.yaml_files.clear() if not outs else None

@@ -185,12 +185,13 @@ def check(
     # The engine end to end, as the function runs it (per deployable), and its plan on its own:
     # their warnings, and errors not reported yet.
     runs: list[Any] = []
+    table: ImageTable = {} if images is None else images  # no component: no images
     if component is not None:
         for d in deployables:
             if d.flavour is not None:
                 runs.append(
                     lambda d=d: mutation_for(
-                        d.flavour, configdata, component, d.files, values, images=images
+                        d.flavour, configdata, component, d.files, values, images=table
                     ).warnings
                 )
     localize = component is not None
@@ -200,7 +201,7 @@ def check(
             cd,
             component=component,
             values=values,
-            images=images,
+            images=table,
             localize=localize,
             configure=configure,
         )

@@ -58,15 +58,15 @@ def plan(
     values: Mapping[str, Any] | None = None,
     localize: bool = True,
     configure: bool = True,
-    images: ImageTable | None = None,
+    images: ImageTable,
     only_file: str | None = None,
     schema_violations: SchemaViolations = "Fatal",
     memos: Memos | None = None,
 ) -> Plan:
     """Every substitution the ConfigData asks for, localization first (upstream order).
 
-    ``images``: the request's image table, as the caller built it (None: see
-    :func:`function.configdata.localize.plan_localization`).
+    ``images``: the request's image table, as the caller built it
+    (:func:`function.ocm.images.image_table`; empty when there is no component).
     ``schema_violations="Warning"`` (the ops policy switch, the CLI flag) turns schema
     violations of the values into findings instead of an error. ``memos``: the edge's memo
     tables (:mod:`function.cache`).

@@ -33,7 +33,7 @@ from function.configdata.suggestions import suggestion_for
 from function.configdata.unused import unused_hint, unused_values
 from function.configdata.yamlfile import YamlFile, apply, load_file
 from function.errors import InvalidConfigData, SackError
-from function.ocm.images import ImageTable, image_table
+from function.ocm.images import ImageTable
 from function.ocm.model import ComponentVersion
 from function.yamlio import YamlError, load_one
 
@@ -152,12 +152,12 @@ def mutation_for(
     values: Mapping[str, Any] | None,
     *,
     configdata_name: str = "ConfigData",
-    images: ImageTable | None = None,
+    images: ImageTable,
     schema_violations: SchemaViolations = "Fatal",
     memos: Memos | None = None,
 ) -> FluxMutation:
-    """:func:`mutate` with the inputs spelled out (for callers outside the core; ``images``
-    None: :func:`function.ocm.images.image_table` of ``component`` with no policy).
+    """:func:`mutate` with the inputs spelled out (for callers outside the core; ``images``:
+    :func:`function.ocm.images.image_table` of ``component``, built once by the caller).
     """
     return mutate(
         MutationInput(
@@ -166,7 +166,7 @@ def mutation_for(
             component,
             files,
             values,
-            image_table(component, memos=memos) if images is None else images,
+            images,
             configdata_name,
             schema_violations,
         ),

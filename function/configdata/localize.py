@@ -31,7 +31,7 @@ from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
 from function.errors import InvalidConfigData, SackError, UnsupportedRule
 from function.ocm.imageref import DEFAULT_REGISTRY, BadReference, ImageRef, parse_reference
-from function.ocm.images import ImageTable, image_table
+from function.ocm.images import ImageTable
 from function.ocm.model import ComponentVersion, Resource
 from function.ocm.select import find_resource
 from function.ocm.source import resource_key
@@ -200,19 +200,17 @@ def registry_rules(cd: ConfigData) -> frozenset[RuleKey]:
 def plan_localization(
     cd: ConfigData,
     cv: ComponentVersion,
-    images: ImageTable | None = None,
+    images: ImageTable,
     *,
     only_file: str | None = None,
 ) -> Localized:
     """Every localization substitution, in rule order then field order.
 
-    ``images`` is the request's image table (None: :func:`function.ocm.images.image_table` of
-    ``cv`` with no policy, for a bare call; the core and the CLI pass the one they built).
+    ``images`` is the request's image table (:func:`function.ocm.images.image_table`), built
+    once by the caller: the core and the CLI pass the one they built.
     ``only_file`` restricts planning to the rules addressing that file (the CLI works on one
     file; rule numbers stay those of the ConfigData).
     """
-    if images is None:
-        images = image_table(cv)
     subs: list[Substitution] = []
     warnings: list[str] = []
     with_registry = registry_rules(cd)
