@@ -19,6 +19,7 @@ from function.api.policy import RegistryPolicy
 from function.compose import names
 from function.compose.context import Context
 from function.compose.durations import canonical
+from function.configdata import paths
 from function.configdata.fluxmutation import FluxMutation
 from function.ocm.access import FluxSource
 
@@ -78,24 +79,13 @@ def source(ctx: Context, src: FluxSource, entry: RegistryPolicy) -> dict[str, An
     }
 
 
-def _set_path(values: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = [p for p in dotted.split(".") if p]
-    node = values
-    for p in parts[:-1]:
-        nxt = node.get(p)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            node[p] = nxt
-        node = nxt
-    node[parts[-1]] = value
-
-
 def helm_release(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
     f = ctx.policy.flux
     values: dict[str, Any] = json.loads(json.dumps(dict(mutation.helm_values)))
     creds = ctx.spec.credentials
     if creds and creds.pull:
-        _set_path(values, ctx.policy.rbac.helmPullSecretsPath, [{"name": ctx.pull_secret_name}])
+        where = paths.dotted(ctx.policy.rbac.helmPullSecretsPath)
+        paths.set_value(values, where, [{"name": ctx.pull_secret_name}], clear=True)
     install: dict[str, Any] = {"strategy": {"name": f.install.strategy}, "crds": f.install.crds}
     if f.install.disableWait:
         install["disableWait"] = True
