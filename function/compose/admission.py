@@ -269,11 +269,16 @@ def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
                 f"{base}.storeRef",
             )
             _check_ref_fields(d.remoteRef, f"{base}.data[{j}].remoteRef")
-        for j, d in enumerate(s.dataFrom):
+        for j, ref in enumerate(s.dataFrom):
             check_remote_key(
-                policy, identity, s.storeRef, d.key, f"{base}.dataFrom[{j}].key", f"{base}.storeRef"
+                policy,
+                identity,
+                s.storeRef,
+                ref.key,
+                f"{base}.dataFrom[{j}].key",
+                f"{base}.storeRef",
             )
-            _check_ref_fields(d, f"{base}.dataFrom[{j}]")
+            _check_ref_fields(ref, f"{base}.dataFrom[{j}]")
     creds = spec.credentials
     for field in ("pull", "repository"):
         c = getattr(creds, field) if creds else None

@@ -33,7 +33,7 @@ class Objects(dict[str, dict[str, Any]]):
         super().__init__(*args, **kwargs)
         self.sources: dict[str, str] = {}
 
-    def copy(self) -> Objects:  # type: ignore[override]
+    def copy(self) -> Objects:
         out = Objects(self)
         out.sources.update(self.sources)
         return out

@@ -309,41 +309,14 @@ def compose(inp: CoreInput) -> CoreOutput:
     desired, waits, gate, plan = _withhold(inp, built, flux_objs, planned, verified)
 
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
-    notes = status.findings(
-        admission_warnings=inp.admission.warnings,
-        digest_warnings=digest_warnings,
-        mutation=mutation,
-        policy=policy,
-        flavour=flavour,
-        cd=cd,
-        gate=gate,
-    )
+    notes = status.findings(ctx, inp.admission.warnings, digest_warnings, mutation, cd, gate)
     deployed = status.deployed_version(plan, cv.version, inp.xr_status)
-    flux_kind = flux.kind_of(flavour)
-    blocked, waiting = status.blocker(
-        readiness.first_blocker(desired, ready, inp.observed),
-        waits=waits,
-        plan=plan,
-        gate=gate,
-        desired=desired,
-        ctx=ctx,
-        flux_kind=flux_kind,
-        version=cv.version,
-        deployed=deployed,
-    )
+    first = readiness.first_blocker(desired, ready, inp.observed)
+    blocked, waiting = status.blocker(first, ctx, waits, plan, gate, desired, cv.version, deployed)
     notes.extend(waiting)
+    normalised = verified.normalised
     xr_status = status.build(
-        ctx=ctx,
-        cv=cv,
-        normalised=verified.normalised,
-        image_list=image_list,
-        flux_kind=flux_kind,
-        deployed=deployed,
-        pull_secret=flux.pull_secret_trace(ctx, flavour),
-        cd=cd,
-        mutation=mutation,
-        blocked=blocked,
-        notes=notes,
+        ctx, cv, normalised, image_list, deployed, cd, mutation, blocked, notes
     )
     emit = events.to_emit(notes, blocked, inp.xr_status)
     return CoreOutput(desired, ready, xr_status, emit, blocked is None, blocked)

@@ -148,7 +148,7 @@ def build(ctx: Context, image_hosts: list[str]) -> collisions.Objects:
                 out, {key_pull(ns.name): obj}, f"spec.credentials.pull (spec.namespaces[{i}])"
             )
     for i, s in enumerate(ctx.spec.secrets):
-        ns = s.namespace or ctx.primary_namespace
+        target = s.namespace or ctx.primary_namespace
         _check_unique_keys(i, s.data)
         template: dict[str, Any] = {"engineVersion": "v2", "metadata": {"labels": ctx.labels()}}
         if s.type:
@@ -167,8 +167,8 @@ def build(ctx: Context, image_hosts: list[str]) -> collisions.Objects:
         obj = {
             "apiVersion": API,
             "kind": "ExternalSecret",
-            "metadata": ctx.meta(ctx.names.service_externalsecret(ns, s.name), ns),
+            "metadata": ctx.meta(ctx.names.service_externalsecret(target, s.name), target),
             "spec": spec,
         }
-        collisions.merge(out, {key_service(ns, s.name): obj}, f"spec.secrets[{i}]")
+        collisions.merge(out, {key_service(target, s.name): obj}, f"spec.secrets[{i}]")
     return out

@@ -31,9 +31,9 @@ from function.api.claim import (
     StatusWarning,
 )
 from function.api.policy import Policy
-from function.compose import events, ocmobjects, readiness
+from function.compose import events, flux, ocmobjects, readiness
 from function.compose.context import Context
-from function.compose.events import Note
+from function.compose.events import Note, Severity
 from function.compose.gates import FluxPlan, Gate
 from function.configdata.fluxmutation import FluxMutation
 from function.configdata.localize import enforce_image_pairs
@@ -110,12 +110,10 @@ def unused_values_note(
 
 
 def findings(
-    *,
+    ctx: Context,
     admission_warnings: Iterable[str],
     digest_warnings: Iterable[tuple[str, str]],
     mutation: FluxMutation,
-    policy: Policy,
-    flavour: str,
     cd: Resource | None,
     gate: Gate,
 ) -> list[Note]:
@@ -125,17 +123,17 @@ def findings(
     here, after everything else composed, as it always was.
 
     Args:
+        ctx: The claim's context (the policy, the flavour).
         admission_warnings: Ambiguous namespace patterns found at admission.
         digest_warnings: ``(reason, message)`` of the resource digest checks.
         mutation: The ConfigData result (its warnings, image-pair defects, unused values).
-        policy: The ops policy.
-        flavour: ``helm`` or ``kustomize``.
         cd: The ConfigData resource, if the component ships one.
         gate: The OCM gate (its warning when the descriptor digest goes unchecked).
 
     Returns:
         Warning notes, in a fixed order.
     """
+    policy = ctx.policy
     notes = [Note("Warning", "AmbiguousNamespacePattern", w) for w in admission_warnings]
     notes.extend(Note("Warning", reason, message) for reason, message in digest_warnings)
     notes.extend(Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings)
@@ -150,7 +148,7 @@ def findings(
     )
     if gate.warning:
         notes.append(Note("Warning", "DescriptorDigestUnchecked", gate.warning))
-    unused = unused_values_note(policy, flavour, cd, mutation)
+    unused = unused_values_note(policy, ctx.flavour, cd, mutation)
     if unused is not None:
         notes.append(unused)
     return notes
@@ -169,13 +167,11 @@ def deployed_version(plan: FluxPlan, version: str, xr_status: Mapping[str, Any])
 
 def blocker(
     first: readiness.Blocker | None,
-    *,
+    ctx: Context,
     waits: Mapping[str, str],
     plan: FluxPlan,
     gate: Gate,
     desired: Mapping[str, Mapping[str, Any]],
-    ctx: Context,
-    flux_kind: str,
     version: str,
     deployed: str | None,
 ) -> tuple[readiness.Blocker | None, list[Note]]:
@@ -187,19 +183,18 @@ def blocker(
 
     Args:
         first: The first not-ready composed object in deployment order.
+        ctx: The claim's context (Flux object name and kind, deploy namespace).
         waits: Withheld object keys → the Namespace each waits for.
         plan: What the OCM gate made of the Flux objects.
         gate: The OCM gate.
         desired: The objects composed this reconcile.
-        ctx: The claim's context (Flux object name, deploy namespace).
-        flux_kind: ``HelmRelease`` or ``Kustomization``.
         version: The resolved component version.
         deployed: The version the Flux objects carry (:func:`deployed_version`).
 
     Returns:
         The blocker (None when everything is ready) and the Normal/Warning notes about it.
     """
-    blocked, notes = first, []
+    blocked, notes = first, list[Note]()
     waited = sorted(set(waits.values()))
     if blocked is not None and blocked.kind == "Namespace" and blocked.name in waited:
         count = sum(1 for ns in waits.values() if ns == blocked.name)
@@ -217,16 +212,15 @@ def blocker(
         else:
             why = f"Flux objects wait for the OCM Component: {gate.why}"
         if not waits:  # while Namespaces are awaited, that is the news
-            severity = "Normal" if gate.reason == "WaitingForOCMComponent" else "Warning"
+            severity: Severity = "Normal" if gate.reason == "WaitingForOCMComponent" else "Warning"
             notes.append(Note(severity, gate.reason, why))
         if blocked is None:
             comp = desired.get(ocmobjects.key_component(), {}).get("metadata", {})
             name, ns = comp.get("name", ""), comp.get("namespace")
             blocked = readiness.Blocker("Component", name, ns, gate.reason, why)
     if blocked is None and plan.state == "withheld":  # defensive: always a blocker above
-        blocked = readiness.Blocker(
-            flux_kind, ctx.flux_name, ctx.deploy_namespace, "Creating", "not created yet"
-        )
+        kind, ns = flux.kind_of(ctx.flavour), ctx.deploy_namespace
+        blocked = readiness.Blocker(kind, ctx.flux_name, ns, "Creating", "not created yet")
     return blocked, notes
 
 
@@ -280,14 +274,11 @@ def _configdata(cd: Resource | None, mutation: FluxMutation) -> StatusConfigData
 
 
 def build(
-    *,
     ctx: Context,
     cv: ComponentVersion,
     normalised: NormalisedDigest | None,
     image_list: list[StatusImage],
-    flux_kind: str,
     deployed: str | None,
-    pull_secret: Mapping[str, Any] | None,
     cd: Resource | None,
     mutation: FluxMutation,
     blocked: readiness.Blocker | None,
@@ -300,9 +291,7 @@ def build(
         cv: The resolved component version.
         normalised: The normalised descriptor digest the OCM gate compares, if computed.
         image_list: Status ``images`` (:func:`images`).
-        flux_kind: ``HelmRelease`` or ``Kustomization``.
         deployed: The version the Flux objects carry (:func:`deployed_version`).
-        pull_secret: Where the pull secret's name was written, if there is one.
         cd: The ConfigData resource, if the component ships one.
         mutation: The ConfigData result (substitutions, skipped rules, unused values).
         blocked: The object blocking readiness (:func:`blocker`), None when ready.
@@ -314,11 +303,12 @@ def build(
     deploy: dict[str, Any] = {
         "namespace": ctx.deploy_namespace,
         "serviceAccount": ctx.deployer_name,
-        "fluxKind": flux_kind,
+        "fluxKind": flux.kind_of(ctx.flavour),
         "fluxName": ctx.flux_name,
     }
     if deployed:
         deploy["version"] = deployed
+    pull_secret = flux.pull_secret_trace(ctx, ctx.flavour)
     if pull_secret is not None:
         deploy["pullSecret"] = StatusPullSecret(**pull_secret)
     fields: dict[str, Any] = {
