@@ -59,7 +59,8 @@ class Context:
         m.update(extra)
         return m
 
-    # Object names: one place (objectnames.py), derived from the claim identity only.
+    # Object names: one place (objectnames.py), derived from the claim identity only. The
+    # one-line properties below repeat a shape deliberately: each is the name builders use.
     @property
     def names(self) -> ObjectNames:
         return ObjectNames(self.identity)

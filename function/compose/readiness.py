@@ -19,7 +19,8 @@ from typing import Any
 
 NO_READY_CONDITION = {"Namespace", "ServiceAccount", "Role", "RoleBinding"}
 
-# Deployment order: what has to be ready first is reported first.
+# Deployment order: what has to be ready first is reported first. (edge/settle.py lists some
+# of these kinds again, deliberately: which of them report observedGeneration is another fact.)
 ORDER = [
     "Namespace",
     "ServiceAccount",

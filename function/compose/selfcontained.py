@@ -27,10 +27,11 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
 from function.cache import active_memos, files_digest, memo
 from function.errors import ComponentError, SackError
+from function.ocm.access import Flavour
 from function.yamlio import load_one
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -54,8 +55,6 @@ _SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:")
 _REMOTE_MARKERS = ("?ref=", "?version=", "?submodules=", "?timeout=", "git::", "ssh:")
 _KNOWN_HOSTS = ("github.com/", "gitlab.com/", "bitbucket.org/", "dev.azure.com/")
 MAX_KUSTOMIZATIONS = 256
-
-Flavour = Literal["helm", "kustomize"]
 
 
 @dataclass(frozen=True)
