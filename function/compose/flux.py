@@ -39,14 +39,17 @@ _POD_SPEC_PATHS = {
 
 
 def key_source() -> str:
+    """Composition-resource key of the OCIRepository."""
     return "flux-ocirepository"
 
 
 def key_release(flavour: str) -> str:
+    """Composition-resource key of the HelmRelease or Kustomization."""
     return "flux-helmrelease" if flavour == "helm" else "flux-kustomization"
 
 
 def kind_of(flavour: str) -> str:
+    """The Flux kind that deploys ``flavour``."""
     return "HelmRelease" if flavour == "helm" else "Kustomization"
 
 
@@ -80,6 +83,9 @@ def source(ctx: Context, src: FluxSource, entry: RegistryPolicy) -> dict[str, An
 
 
 def helm_release(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
+    """The HelmRelease: the chart from the OCIRepository, the ConfigData's values (plus the pull
+    Secret where the policy says), installed as the deployer into the first target namespace.
+    """
     f = ctx.policy.flux
     values: dict[str, Any] = json.loads(json.dumps(dict(mutation.helm_values)))
     creds = ctx.spec.credentials
@@ -153,6 +159,9 @@ def pull_secret_trace(ctx: Context, flavour: str) -> dict[str, Any] | None:
 
 
 def kustomization(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
+    """The Kustomization: the directory from the OCIRepository with the ConfigData's patches
+    (plus the pull Secret on every pod spec), applied as the deployer.
+    """
     f = ctx.policy.flux
     patches = [dict(p) for p in mutation.kustomize_patches]
     creds = ctx.spec.credentials
@@ -182,5 +191,13 @@ def kustomization(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
 def build(
     ctx: Context, src: FluxSource, entry: RegistryPolicy, mutation: FluxMutation
 ) -> dict[str, dict[str, Any]]:
+    """The Flux objects of one claim: the OCIRepository and the release of ``ctx.flavour``.
+
+    Args:
+        ctx: The claim's context.
+        src: Where the deployable lives (url, digest, layer).
+        entry: The policy entry for the source's host (TLS settings).
+        mutation: What the ConfigData engine made of the claim's values.
+    """
     release = helm_release(ctx, mutation) if ctx.flavour == "helm" else kustomization(ctx, mutation)
     return {key_source(): source(ctx, src, entry), key_release(ctx.flavour): release}

@@ -66,6 +66,7 @@ class Problem:
     message: str
 
     def text(self) -> str:
+        """``file: entry: message``, as errors show it."""
         return f"{self.file}: {self.entry}: {self.message}"
 
 
@@ -348,6 +349,13 @@ def helm_problems(files: Mapping[str, bytes]) -> list[Problem]:
 
 
 def problems(flavour: Flavour, files: Mapping[str, bytes], path: str | None) -> list[Problem]:
+    """Every reference in the deployable that would make Flux fetch from elsewhere.
+
+    Args:
+        flavour: ``helm`` or ``kustomize``.
+        files: The deployable's files by path.
+        path: The Kustomize directory built (``spec.deploy.path``); None for Helm.
+    """
     return helm_problems(files) if flavour == "helm" else kustomize_problems(files, path)
 
 

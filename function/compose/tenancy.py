@@ -163,6 +163,9 @@ def ambiguity_warnings(policy: Policy) -> list[str]:
 
 
 def forbidden_pattern(policy: Policy, name: str) -> str | None:
+    """The first forbidden-namespace pattern (built-in or the policy's) ``name`` matches, or
+    None: no claim may reach such a namespace.
+    """
     for pattern in [*DEFAULT_FORBIDDEN, *policy.namespaces.forbidden]:
         if fnmatch.fnmatchcase(name, pattern):
             return pattern

@@ -71,10 +71,12 @@ def _ref(obj: Mapping[str, Any], *, with_namespace: bool) -> dict[str, Any]:
 
 
 def key_usage(key: str) -> str:
+    """Composition-resource key of the Usage protecting the object under ``key``."""
     return names.key("usage", key)
 
 
 def key_cluster_usage(by_key: str) -> str:
+    """Composition-resource key of the ClusterUsage ``by`` the Namespace under ``by_key``."""
     return names.key("clusterusage", by_key)
 
 
