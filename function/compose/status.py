@@ -2,9 +2,9 @@
 
 The status is built from :class:`function.api.claim.Status`, the very model ``sack8s xrd``
 generates the XRD schema from, so a field the function writes is always one the schema
-declares (the API server would prune any other). It is dumped with ``exclude_unset``: a key
-is written exactly when this module sets it, in the model's field order, so the output stays
-byte for byte the same on every replica.
+declares (the API server would prune any other), and mypy checks every field name here. The
+dump leaves out what is None or unset, so a key is written exactly when this module gives it
+a value, in the model's field order: the output stays byte for byte the same on every replica.
 
 Notes are the findings Crossplane turns into events (:mod:`function.compose.events` decides
 which of them are new); the blocker is the one object the ``DeploymentReady`` condition and
@@ -228,36 +228,34 @@ def _json_value(v: Any) -> str:
     return v if isinstance(v, str) else json.dumps(v, sort_keys=True, separators=(",", ":"))
 
 
-def _blocked(b: readiness.Blocker) -> StatusBlocked:
-    fields = {
-        "kind": b.kind,
-        "name": b.name,
-        "namespace": b.namespace,
-        "reason": b.reason,
-        "message": b.message,
-    }
-    return StatusBlocked(**{k: v for k, v in fields.items() if v is not None})
-
-
 def _component(
     spec: Spec, cv: ComponentVersion, normalised: NormalisedDigest | None
 ) -> StatusComponent:
-    fields: dict[str, Any] = {
-        "name": cv.name,
-        "constraint": spec.component.version,
-        "version": cv.version,
-        "descriptorDigest": cv.descriptor_digest,
-    }
-    if normalised is not None:
-        fields["normalisedDigest"] = StatusDigest(**normalised.to_status())
-    fields["repository"] = spec.component.repository
-    return StatusComponent(**fields)
+    return StatusComponent(
+        name=cv.name,
+        constraint=spec.component.version,
+        version=cv.version,
+        descriptorDigest=cv.descriptor_digest,
+        normalisedDigest=StatusDigest(**normalised.to_status()) if normalised is not None else None,
+        repository=spec.component.repository,
+    )
+
+
+def _deploy(ctx: Context, deployed: str | None) -> StatusDeploy:
+    pull_secret = flux.pull_secret_trace(ctx, ctx.flavour)
+    return StatusDeploy(
+        namespace=ctx.deploy_namespace,
+        serviceAccount=ctx.deployer_name,
+        fluxKind=flux.kind_of(ctx.flavour),
+        fluxName=ctx.flux_name,
+        version=deployed or None,
+        pullSecret=StatusPullSecret(**pull_secret) if pull_secret is not None else None,
+    )
 
 
 def _configdata(cd: Resource | None, mutation: FluxMutation) -> StatusConfigData:
-    fields: dict[str, Any] = {} if cd is None else {"resource": cd.name}
     return StatusConfigData(
-        **fields,
+        resource=cd.name if cd else None,
         substitutions=[
             StatusSubstitution(
                 rule=t.rule,
@@ -270,6 +268,12 @@ def _configdata(cd: Resource | None, mutation: FluxMutation) -> StatusConfigData
         ],
         skipped=list(mutation.skipped),
         unusedValues=list(mutation.unused_values),
+    )
+
+
+def _blocked(b: readiness.Blocker) -> StatusBlocked:
+    return StatusBlocked(
+        kind=b.kind, name=b.name, namespace=b.namespace, reason=b.reason, message=b.message
     )
 
 
@@ -300,24 +304,13 @@ def build(
     Returns:
         The ``status`` object of the desired XR.
     """
-    deploy: dict[str, Any] = {
-        "namespace": ctx.deploy_namespace,
-        "serviceAccount": ctx.deployer_name,
-        "fluxKind": flux.kind_of(ctx.flavour),
-        "fluxName": ctx.flux_name,
-    }
-    if deployed:
-        deploy["version"] = deployed
-    pull_secret = flux.pull_secret_trace(ctx, ctx.flavour)
-    if pull_secret is not None:
-        deploy["pullSecret"] = StatusPullSecret(**pull_secret)
-    fields: dict[str, Any] = {
-        "component": _component(ctx.spec, cv, normalised),
-        "images": image_list,
-        "deploy": StatusDeploy(**deploy),
-        "configData": _configdata(cd, mutation),
-    }  # written in the model's field order, whatever the order here
-    if blocked is not None:
-        fields["blockedBy"] = _blocked(blocked)
-    fields["warnings"] = [StatusWarning(**w) for w in events.current_warnings(notes)]
-    return Status(**fields).model_dump(by_alias=True, exclude_unset=True)
+    status = Status(
+        component=_component(ctx.spec, cv, normalised),
+        images=image_list,
+        deploy=_deploy(ctx, deployed),
+        configData=_configdata(cd, mutation),
+        blockedBy=_blocked(blocked) if blocked is not None else None,
+        warnings=[StatusWarning(**w) for w in events.current_warnings(notes)],
+    )
+    # None means "not reported"; exclude_unset leaves out an image's empty extraIdentity.
+    return status.model_dump(by_alias=True, exclude_none=True, exclude_unset=True)
