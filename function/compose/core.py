@@ -181,15 +181,12 @@ def _build(
     deployable: Resource,
     src: FluxSource,
     mutation: FluxMutation,
-    table: ImageTable,
+    image_hosts: list[str],
 ) -> tuple[collisions.Objects, collisions.Objects]:
     """Every object this claim composes: the Flux objects apart, since the OCM gate decides
     on them alone.
     """
     policy, cv = inp.policy, inp.loaded.component
-    image_hosts = images.pull_secret_hosts(
-        inp.spec, policy, _image_hosts(inp, table), inp.repository.host
-    )
     # Every desired object enters a map through collisions.merge, which refuses a second
     # object under a key with one Fatal naming both sources: nothing is silently replaced.
     built = collisions.Objects()
@@ -300,11 +297,16 @@ def compose(inp: CoreInput) -> CoreOutput:
     # status, the pull secrets and the ConfigData engine.
     # References outside the image allowlist become errors here (images.py).
     table = images.allowlisted(
-        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages), policy, where
+        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages),
+        policy,
+        f"component {cv.name}:{cv.version}",
     )
     image_list = status.images(cv.descriptor.resources, table)
     mutation = _mutation(inp, flavour, deployable, cd, table)
-    built, flux_objs = _build(inp, ctx, deployable, src, mutation, table)
+    image_hosts = images.pull_secret_hosts(
+        spec, policy, _image_hosts(inp, table), inp.repository.host
+    )
+    built, flux_objs = _build(inp, ctx, deployable, src, mutation, image_hosts)
     planned = _usages(ctx, built, flux_objs)
     desired, waits, gate, plan = _withhold(inp, built, flux_objs, planned, verified)
 
