@@ -14,10 +14,11 @@ operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``
 * :class:`Memos`, the **pure steps** of a reconcile (parsed ConfigData, compiled schemas,
   parsed expressions, parsed YAML, the whole Flux mutation, version choices), keyed by
   content (a SHA-256 of the bytes, or a canonical JSON), never by name or time: new content
-  is a new key, so an entry is never stale. Memoising a pure step is invisible in its
-  result, so the pure core does not take the memo tables as a parameter: the edge binds them
-  for the duration of a request (:meth:`Memos.active`) and :func:`memo` looks them up; with
-  none bound, nothing is memoised (the CLI, a direct call in a test).
+  is a new key, so an entry is never stale. The edge owns the tables and passes them
+  explicitly (``memos=``) down the request path: ``CoreInput.memos`` into the core, and from
+  there to every step that memoises. ``memos=None`` is "no tables given": then the tables a
+  test bound with :meth:`Memos.active` are used, else nothing is memoised (the CLI, a bare
+  call); the request path never relies on that binding.
 
 * :class:`Responses`, whole **serialized answers**, keyed by the content of the request the
   function reads (function/edge/reads.py) and kept with the short-lived facts they rest on (see
@@ -335,8 +336,9 @@ class Memos:
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Memos]:
-        """Bind these tables for the current request (context-local: concurrent requests on
-        one event loop each see the tables their own edge bound).
+        """Bind these tables for bare calls in this context (a test measuring memo hits of
+        ``parse_configdata`` or ``mutation_for`` called without ``memos=``); the edge passes
+        its tables explicitly instead.
         """
         token = _ACTIVE.set(self)
         try:
@@ -367,23 +369,30 @@ class Memos:
         return {t.name: t.snapshot() for t in self.tables.values()}
 
 
-def active_memos() -> Memos | None:
-    """The memo tables bound for this request, or None."""
-    return _ACTIVE.get()
+def tables(memos: Memos | None) -> Memos | None:
+    """``memos`` as passed, or (None) the tables a test bound with :meth:`Memos.active`."""
+    return memos if memos is not None else _ACTIVE.get()
 
 
-def memo(table: str, key: Hashable | None, compute: Callable[[], T], size: Callable[[T], int]) -> T:
-    """``compute()``, memoised under ``key`` in ``table`` of the bound :class:`Memos`.
+def memo(
+    table: str,
+    key: Hashable | None,
+    compute: Callable[[], T],
+    size: Callable[[T], int],
+    memos: Memos | None = None,
+) -> T:
+    """``compute()``, memoised under ``key`` in ``table`` of ``memos`` (see :func:`tables`).
 
-    ``key`` None (an input that cannot be keyed faithfully) or no bound tables: computed.
+    ``key`` None (an input that cannot be keyed faithfully) or no tables: computed.
     """
-    memos = _ACTIVE.get()
+    memos = tables(memos)
     if memos is None or key is None:
         return compute()
     t = memos.tables[table]
     hit = t.get(key)
     if hit is not None:
-        return hit[0]
+        remembered: T = hit[0]
+        return remembered
     value = compute()
     t.put(key, (value,), size(value))
     return value

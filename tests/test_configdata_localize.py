@@ -9,7 +9,7 @@ import pytest
 from function.configdata.localize import enforce_image_pairs, image_pair_defects, plan_localization
 from function.configdata.model import parse_configdata
 from function.errors import ComponentError, InvalidConfigData, UnsupportedRule
-from function.ocm.access import LocalizedImage, image_table
+from function.ocm.images import LocalizedImage, image_table
 from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
 
 D = "sha256:" + "cd" * 32

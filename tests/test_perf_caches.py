@@ -188,7 +188,7 @@ def test_the_schema_violations_policy_is_part_of_the_mutation_key(memos):
 
 def test_values_that_json_cannot_tell_apart_are_not_memoised_together():
     from function.configdata.fluxmutation import MutationInput, _memo_key
-    from function.ocm.access import image_table
+    from function.ocm.images import image_table
 
     def key(values: Any) -> Any:
         c = cv()

@@ -15,6 +15,7 @@ from typing import Any
 
 from function.api.claim import Spec
 from function.api.policy import Policy
+from function.cache import Memos
 from function.compose import (
     collisions,
     events,
@@ -38,7 +39,8 @@ from function.compose.identity import Identity
 from function.configdata.fluxmutation import FluxMutation, MutationInput, mutate
 from function.errors import ComponentError, InvalidClaim
 from function.ocm import digests
-from function.ocm.access import Flavour, FluxSource, ImageTable, flux_source, image_table
+from function.ocm.access import Flavour, FluxSource, flux_source
+from function.ocm.images import ImageTable, allowlisted, image_table
 from function.ocm.model import TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
 from function.ocm.source import LoadedComponent, resource_key
 
@@ -61,6 +63,8 @@ class CoreInput:
     observed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # The XR's status as the last successful reconcile wrote it: what was already reported.
     xr_status: Mapping[str, Any] = field(default_factory=dict)
+    # The edge's memo tables (function.cache), passed to every step that memoises; None: none.
+    memos: Memos | None = field(default=None, compare=False, repr=False)
 
 
 Note = events.Note
@@ -151,7 +155,9 @@ def _mutation(
             schema_violations=inp.policy.configData.schemaViolations,
             duplicate_keys=inp.policy.configData.duplicateKeys,
             deployable=deployable.name,
-        )
+            image_pairs=inp.policy.configData.imagePairs,
+        ),
+        inp.memos,
     )
 
 
@@ -171,6 +177,7 @@ def _checked_source(
         inp.loaded.contents.get(key) or {},
         inp.spec.deploy.path if flavour == "kustomize" else None,
         f"{where} {deployable.describe()}",
+        inp.memos,
     )
     return src
 
@@ -281,7 +288,7 @@ def compose(inp: CoreInput) -> CoreOutput:
     if deployable is None:
         raise ComponentError(where, "no deployable resource was selected")
     # Nothing is composed from a descriptor whose policy signatures do not verify.
-    verified = integrity.check(policy, cv)
+    verified = integrity.check(policy, cv, inp.memos)
     # What was read was checked against the resource digests while loading (a mismatch never
     # loads); whether a resource without one may be used is the policy's call.
     digest_warnings = digests.enforce(
@@ -295,10 +302,10 @@ def compose(inp: CoreInput) -> CoreOutput:
     src = _checked_source(inp, deployable, cd, flavour, where)
     # Every image reference is resolved and parsed once, here, and used from this table by
     # status, the pull secrets and the ConfigData engine.
-    # References outside the image allowlist become errors here (images.py).
-    table = images.allowlisted(
-        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages),
-        policy,
+    # References outside the image allowlist become errors here (ocm/images.py).
+    table = allowlisted(
+        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages, memos=inp.memos),
+        images.allowed_hosts(policy),
         f"component {cv.name}:{cv.version}",
     )
     image_list = status.images(cv.descriptor.resources, table)

@@ -36,9 +36,8 @@ from function.compose.context import Context
 from function.compose.events import Note, Severity
 from function.compose.gates import FluxPlan, Gate
 from function.configdata.fluxmutation import FluxMutation
-from function.configdata.localize import enforce_image_pairs
 from function.errors import InvalidClaim
-from function.ocm.access import ImageTable
+from function.ocm.images import ImageTable
 from function.ocm.model import ComponentVersion, Resource
 from function.ocm.normalisation import NormalisedDigest
 from function.ocm.source import resource_key
@@ -119,14 +118,14 @@ def findings(
 ) -> list[Note]:
     """The Warnings that still compose, in the order they are reported.
 
-    Image-pair defects and unused values are Fatal where the policy says so: that is decided
-    here, after everything else composed, as it always was.
+    Unused values are Fatal where the policy says so: that is decided here, after everything
+    else composed, as it always was (image-pair defects are settled in ``mutate``).
 
     Args:
         ctx: The claim's context (the policy, the flavour).
         admission_warnings: Ambiguous namespace patterns found at admission.
         digest_warnings: ``(reason, message)`` of the resource digest checks.
-        mutation: The ConfigData result (its warnings, image-pair defects, unused values).
+        mutation: The ConfigData result (its warnings, unused values).
         cd: The ConfigData resource, if the component ships one.
         gate: The OCM gate (its warning when the descriptor digest goes unchecked).
 
@@ -137,15 +136,6 @@ def findings(
     notes = [Note("Warning", "AmbiguousNamespacePattern", w) for w in admission_warnings]
     notes.extend(Note("Warning", reason, message) for reason, message in digest_warnings)
     notes.extend(Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings)
-    notes.extend(
-        Note("Warning", "ConfigDataWarning", w)
-        for w in enforce_image_pairs(
-            mutation.image_pair_defects,
-            fatal=policy.configData.imagePairs == "Fatal",
-            downgrade="Ops can make this a Warning while the ConfigData is fixed: policy "
-            "configData.imagePairs: Warning",
-        )
-    )
     if gate.warning:
         notes.append(Note("Warning", "DescriptorDigestUnchecked", gate.warning))
     unused = unused_values_note(policy, ctx.flavour, cd, mutation)
