@@ -52,6 +52,7 @@ __all__ = [
     "unused_values_note",
 ]
 
+# Resource types that are images: listed in status and pulled with the pull secret.
 IMAGE_TYPES = {"ociImage", "ociArtifact"}
 
 
