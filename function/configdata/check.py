@@ -469,7 +469,7 @@ def _configuration(
             at = "defaults" + "".join(
                 f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path
             )
-            rule = "/".join(str(p) for p in err.schema_path)
+            schema_rule = "/".join(str(p) for p in err.schema_path)
             msg = err.message if len(err.message) <= 200 else err.message[:197] + "..."
             if err.validator == "required":
                 report.add(
@@ -479,7 +479,7 @@ def _configuration(
                         "-",
                         at,
                         f"{msg} and the defaults do not supply it: every deployment must set it "
-                        f"in its values (schema rule {rule})",
+                        f"in its values (schema rule {schema_rule})",
                     )
                 )
             else:
@@ -489,7 +489,7 @@ def _configuration(
                         "configuration.defaults",
                         "-",
                         at,
-                        f"the default breaks the schema: {msg} (schema rule {rule})",
+                        f"the default breaks the schema: {msg} (schema rule {schema_rule})",
                     )
                 )
     subs = []

@@ -119,7 +119,8 @@ def _hint(err: jsonschema.ValidationError) -> str:
         return did_you_mean([instance], err.validator_value)
     if err.validator == "required" and isinstance(instance, Mapping):
         missing = [k for k in err.validator_value or () if k not in instance]
-        props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+        declared = schema.get("properties")
+        props = declared if isinstance(declared, Mapping) else {}
         given = [k for k in instance if k not in props]
         hints = []
         for m in missing:
@@ -157,9 +158,9 @@ def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
     try:
         cls.check_schema(schema)
     except SchemaError as e:
-        at = "/".join(str(p) for p in e.path) or "(root)"
+        where = "/".join(str(p) for p in e.path) or "(root)"
         raise InvalidConfigData(
-            SCHEMA_WHERE, f"is not a valid JSON Schema at {at}: {e.message[:200]}"
+            SCHEMA_WHERE, f"is not a valid JSON Schema at {where}: {e.message[:200]}"
         ) from None
     # An empty registry: a `$ref` may point inside the schema only. Without it jsonschema
     # would fetch http(s):// and file:// references, letting a ConfigData author make the

@@ -108,7 +108,7 @@ def apply_to_file(
             other.append(sub)
             continue
         changes.append(apply(f, sub))
-    findings = ()
+    findings: tuple[Finding, ...] = ()
     if changes and len(f.docs) > 1:
         findings = (
             Finding(

@@ -96,7 +96,8 @@ def unused_hint(cd: ConfigData, unused: Collection[str]) -> str:
     if conf is None or not unused:
         return ""
     schema = conf.schema_ if isinstance(conf.schema_, Mapping) else {}
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    declared = schema.get("properties")
+    props = declared if isinstance(declared, Mapping) else {}
     known = {str(k) for k in (conf.defaults or {})} | {str(k) for k in props}
     tops = sorted({path.split(".", 1)[0].split("[", 1)[0] for path in unused})
     return did_you_mean([t for t in tops if t not in known], sorted(known))
