@@ -199,6 +199,10 @@ def classify(s: str) -> tuple[str, str]:
 
 
 def is_expression(value: Any) -> bool:
+    """Whether spiff would evaluate ``value``: a string that is, or interpolates, ``(( … ))``.
+
+    Escaped ``((!…))`` and plain strings are data, and evaluation leaves them as they are.
+    """
     return isinstance(value, str) and classify(value)[0] == "expr"
 
 
@@ -516,8 +520,8 @@ class _Parser:
                 return None
             k = m.end()
             while True:
-                if self.at(k, ".") and _KEY.match(t, k + 1):
-                    k = _KEY.match(t, k + 1).end()  # type: ignore[union-attr]
+                if self.at(k, ".") and (key := _KEY.match(t, k + 1)):
+                    k = key.end()
                     continue
                 idx = _INDEX.match(t, k + 1 if self.at(k, ".") else k)
                 if idx:
@@ -719,6 +723,7 @@ class Document:
     # -- the tree
 
     def node(self, loc: Loc) -> Any:
+        """The node at ``loc`` as written (an expression is its text, not its value)."""
         n: Any = self.root
         for step in loc:
             n = n[step]
@@ -866,6 +871,20 @@ class Document:
             ) from None
 
     def reference(self, ref: Ref, loc: Loc) -> Any:
+        """The value ``ref`` names from the expression at ``loc``, with spiff's scoping.
+
+        Args:
+            ref: The reference, as parsed.
+            loc: Where the referring expression sits; its enclosing maps are the scopes.
+
+        Returns:
+            The referred value, evaluated when it is an expression itself.
+
+        Raises:
+            EvalFailed: the reference does not resolve (``||`` may catch it).
+            NodeFailed: the referred expression fails (``||`` does not catch it).
+            Unsupported: the whole document, or the rules' own key, is referred to.
+        """
         first = ref.path[0]
         if first == "":
             if len(ref.path) == 1:

@@ -27,6 +27,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Substitution:
+    """One value to write at one path of one file, and the rule that asked for it.
+
+    Planning yields these without knowing the files; ``warning`` reaches the user only if
+    the substitution is applied (a rule for another deployable must not warn here).
+    """
+
     rule: str  # "localization[0]" / "configuration.rules[2]"
     field: str  # "image", "tag", ..., or "path" for configuration rules
     file: str
@@ -36,6 +42,7 @@ class Substitution:
 
     @property
     def where(self) -> str:
+        """How errors name this substitution: ConfigData, rule, field and file."""
         return f"ConfigData {self.rule}.{self.field} (file {self.file})"
 
 
@@ -52,14 +59,17 @@ class Change:
 
     @property
     def rule(self) -> str:
+        """The rule that asked for the change (``localization[0]``, ``configuration.rules[2]``)."""
         return self.sub.rule
 
     @property
     def path(self) -> Path:
+        """Where in :attr:`document` the value was written."""
         return self.sub.path
 
     @property
     def value(self) -> Any:
+        """What was written (the substitution's value)."""
         return self.sub.value
 
 

@@ -42,6 +42,7 @@ class Suggestion:
 
     @property
     def message(self) -> str:
+        """:meth:`describe` for the plain ``ConfigData`` name (the engine's warning text)."""
         return self.describe()
 
     def describe(self, configdata: str = "ConfigData") -> str:
