@@ -209,25 +209,36 @@ def is_expression(value: Any) -> bool:
 # --------------------------------------------------------------------------- parsing
 
 
+# The syntax tree: one record per node kind (alike by design), so evaluation dispatches on type.
+
+
 @dataclass(frozen=True)
 class Lit:
+    """A literal: string, number, boolean, nil, or an IP address (kept as its text)."""
+
     value: Any
 
 
 @dataclass(frozen=True)
 class Ref:
+    """A reference such as ``a.b[0]`` (``text`` as written, for messages)."""
+
     path: tuple[str, ...]  # first element "" = from the root
     text: str
 
 
 @dataclass(frozen=True)
 class Concat:
+    """``a b``: juxtaposition, spiff's concatenation."""
+
     a: Any
     b: Any
 
 
 @dataclass(frozen=True)
 class Arith:
+    """``a op b`` for ``op`` in ``+ - * / %``."""
+
     op: str
     a: Any
     b: Any
@@ -235,6 +246,8 @@ class Arith:
 
 @dataclass(frozen=True)
 class Or:
+    """``a || b``: ``b`` when evaluating ``a`` itself fails."""
+
     a: Any
     b: Any
 
@@ -578,22 +591,21 @@ def show(text: str, limit: int = 80) -> str:
 # --------------------------------------------------------------------------- values
 
 
+# spiff's names for the value types, first match wins (a bool is an int to isinstance).
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (type(None), "nil"),
+    (bool, "bool"),
+    (int, "int"),
+    (float, "float"),
+    (str, "string"),
+    (list, "list"),
+    (dict, "map"),
+)
+
+
 def _type(v: Any) -> str:
-    if v is None:
-        return "nil"
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "int"
-    if isinstance(v, float):
-        return "float"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "list"
-    if isinstance(v, dict):
-        return "map"
-    return type(v).__name__
+    """The type of ``v`` as spiff's messages name it."""
+    return next((name for cls, name in _TYPE_NAMES if isinstance(v, cls)), type(v).__name__)
 
 
 def _concat_text(v: Any) -> str | None:

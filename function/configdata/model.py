@@ -20,7 +20,15 @@ import json
 import posixpath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from function.cache import digest, memo
 from function.configdata.findings import Finding
@@ -136,18 +144,12 @@ class ConfigData(_Strict):
         """What loading the file found (missing apiVersion/kind, YAML 1.1 scalars)."""
         return self._findings
 
-    @field_validator("apiVersion")
+    @field_validator("apiVersion", "kind")
     @classmethod
-    def _api(cls, v: str | None) -> str | None:
-        if v is not None and v != API_VERSION:
-            raise ValueError(f"must be {API_VERSION}, got {v!r}")
-        return v
-
-    @field_validator("kind")
-    @classmethod
-    def _kind(cls, v: str | None) -> str | None:
-        if v is not None and v != KIND:
-            raise ValueError(f"must be {KIND}, got {v!r}")
+    def _type_meta(cls, v: str | None, info: ValidationInfo) -> str | None:
+        expected = API_VERSION if info.field_name == "apiVersion" else KIND
+        if v is not None and v != expected:
+            raise ValueError(f"must be {expected}, got {v!r}")
         return v
 
     @field_validator("localization", mode="before")

@@ -57,6 +57,7 @@ class Change:
     kind: str | None = None  # kind/name of the KRM object, for logs
     name: str | None = None
 
+    # The substitution's fields, read through the change (alike by design).
     @property
     def rule(self) -> str:
         """The rule that asked for the change (``localization[0]``, ``configuration.rules[2]``)."""
@@ -103,12 +104,7 @@ def resolve_document(docs: list[Any], sub: Substitution) -> tuple[int, Reach]:
     if len(exact) == 1:
         return exact[0]
     if len(exact) > 1:
-        idx = ", ".join(str(i) for i, _ in exact)
-        raise InvalidConfigData(
-            sub.where,
-            f"path {path} exists in documents {idx}: ambiguous; split the file or make the path "
-            "unique",
-        )
+        raise _ambiguous(sub, "exists in documents", exact)
     best = max(r.existing for _, r in reaches)
     top = [(i, r) for i, r in reaches if r.existing == best]
     if best == 0:
@@ -117,13 +113,18 @@ def resolve_document(docs: list[Any], sub: Substitution) -> tuple[int, Reach]:
             f"path {path} exists in none of the {len(docs)} documents (not even its first key)",
         )
     if len(top) > 1:
-        idx = ", ".join(str(i) for i, _ in top)
-        raise InvalidConfigData(
-            sub.where,
-            f"path {path} is missing in every document and could be created in documents {idx}: "
-            "ambiguous; split the file or make the path unique",
-        )
+        raise _ambiguous(sub, "is missing in every document and could be created in documents", top)
     return top[0]
+
+
+def _ambiguous(
+    sub: Substitution, how: str, candidates: list[tuple[int, Reach]]
+) -> InvalidConfigData:
+    """Two documents fit the path equally well: refuse, naming them, rather than guess."""
+    idx = ", ".join(str(i) for i, _ in candidates)
+    return InvalidConfigData(
+        sub.where, f"path {sub.path} {how} {idx}: ambiguous; split the file or make the path unique"
+    )
 
 
 def _krm(doc: Any) -> tuple[str | None, str | None]:
