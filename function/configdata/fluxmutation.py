@@ -119,7 +119,8 @@ def mutate(inp: MutationInput) -> FluxMutation:
         # The key holds the descriptor digest; the component itself is compared too, so two
         # different descriptors that claim one digest (hand-made ones) never share an entry.
         if hit is not None and (hit[0] is inp.component or hit[0] == inp.component):
-            return hit[1]
+            cached: FluxMutation = hit[1]
+            return cached
     result = _checked(inp)
     if memos is not None and key is not None:
         memos.mutations.put(key, (inp.component, result), _size(result))

@@ -119,8 +119,8 @@ def load_file(text: bytes | str, name: str, *, round_trip: bool = True) -> YamlF
             key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300
         )
         return f
-    template, blob = hit
-    return dataclasses.replace(template, docs=pickle.loads(blob))  # noqa: S301 - our own pickle
+    template: YamlFile = hit[0]
+    return dataclasses.replace(template, docs=pickle.loads(hit[1]))  # noqa: S301 - our own pickle
 
 
 def _load_events(text: bytes | str, name: str) -> YamlFile:
