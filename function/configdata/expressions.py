@@ -37,11 +37,11 @@ places through a callback; :mod:`function.configdata.configure` builds the tree.
 
 The parser is hand-written, not a ``lark`` grammar: a LALR grammar of this subset (blanks
 folded into the operator tokens, so one token of lookahead tells ``a -1`` from ``a - 1``)
-parsed the same expressions, but each one 1.2 to 2.5 times slower, with about 140 ms of import
-and table building when a command starts (lark's table cache writes a file: the image's root
-is read-only), and its errors name a character ("No
-terminal matches '=' … col 3") where users need the construct ("comparisons (==) are not
-supported"): naming them would keep every look-ahead check of :class:`_Parser` beside it.
+parsed the same expressions, but each one 1.2 to 2.5 times slower, with about 140 ms of
+import and table building when a command starts (lark's table cache writes a file: the
+image's root is read-only); and its errors name a character ("No terminal matches '=' … col
+3") where users need the construct ("comparisons (==) are not supported"): naming them would
+keep every look-ahead check of :class:`_Parser` beside it.
 """
 
 from __future__ import annotations
