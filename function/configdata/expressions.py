@@ -627,6 +627,15 @@ def _concat_text(v: Any) -> str | None:
 
 
 def concatenate(a: Any, b: Any) -> Any:
+    """``a b`` as spiff's ``concatenation.go`` computes it.
+
+    Strings, integers and booleans join as text; a list takes a list's entries or one more
+    entry; maps merge, the right one winning; nil on the right of a list or map adds nothing.
+
+    Raises:
+        EvalFailed: any other pair (a float or nil beside text, a map beside a string), so
+            ``||`` may catch it.
+    """
     sa, sb = _concat_text(a), _concat_text(b)
     if sa is not None and sb is not None:
         return sa + sb
@@ -657,6 +666,16 @@ def _number(v: Any) -> bool:
 
 
 def arithmetic(op: str, a: Any, b: Any) -> Any:
+    """``a op b`` with Go's integer semantics, as spiff computes it.
+
+    Two integers stay an integer (division truncates toward zero, the remainder has the
+    dividend's sign); otherwise both are floats. What Go would silently wrap, or could not
+    write as JSON, is refused instead.
+
+    Raises:
+        EvalFailed: an operand of the wrong type, division by zero, a float overflow.
+        Unsupported: IP address arithmetic, or an integer result beyond 64 bits.
+    """
     name = {
         "+": "addition",
         "-": "subtraction",
