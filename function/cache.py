@@ -14,10 +14,11 @@ operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``
 * :class:`Memos`, the **pure steps** of a reconcile (parsed ConfigData, compiled schemas,
   parsed expressions, parsed YAML, the whole Flux mutation, version choices), keyed by
   content (a SHA-256 of the bytes, or a canonical JSON), never by name or time: new content
-  is a new key, so an entry is never stale. Memoising a pure step is invisible in its
-  result, so the pure core does not take the memo tables as a parameter: the edge binds them
-  for the duration of a request (:meth:`Memos.active`) and :func:`memo` looks them up; with
-  none bound, nothing is memoised (the CLI, a direct call in a test).
+  is a new key, so an entry is never stale. The edge owns the tables and passes them
+  explicitly (``memos=``) down the request path: ``CoreInput.memos`` into the core, and from
+  there to every step that memoises. ``memos=None`` means no tables: every call computes (the
+  CLI, a bare call). There is no ambient binding, so what a call memoises is visible in its
+  arguments.
 
 * :class:`Responses`, whole **serialized answers**, keyed by the content of the request the
   function reads (function/edge/reads.py) and kept with the short-lived facts they rest on (see
@@ -311,8 +312,6 @@ _ENTRIES = {
     "integrity": 1024,
 }
 
-_ACTIVE: ContextVar[Memos | None] = ContextVar("sack8s_memos", default=None)
-
 
 class Memos:
     """The memo tables of one process (or one test), within ``max_bytes`` together."""
@@ -332,17 +331,6 @@ class Memos:
         self.mutations = self.tables["mutations"]
         self.versions = self.tables["versions"]
         self.digests = self.tables["digests"]
-
-    @contextlib.contextmanager
-    def active(self) -> Iterator[Memos]:
-        """Bind these tables for the current request (context-local: concurrent requests on
-        one event loop each see the tables their own edge bound).
-        """
-        token = _ACTIVE.set(self)
-        try:
-            yield self
-        finally:
-            _ACTIVE.reset(token)
 
     def digest_of(self, obj: Any, compute: Callable[[Any], bytes]) -> bytes:
         """``compute(obj)`` remembered per *object* (``is``), for inputs that are the same object
@@ -367,23 +355,24 @@ class Memos:
         return {t.name: t.snapshot() for t in self.tables.values()}
 
 
-def active_memos() -> Memos | None:
-    """The memo tables bound for this request, or None."""
-    return _ACTIVE.get()
+def memo(
+    table: str,
+    key: Hashable | None,
+    compute: Callable[[], T],
+    size: Callable[[T], int],
+    memos: Memos | None = None,
+) -> T:
+    """``compute()``, memoised under ``key`` in ``table`` of ``memos``.
 
-
-def memo(table: str, key: Hashable | None, compute: Callable[[], T], size: Callable[[T], int]) -> T:
-    """``compute()``, memoised under ``key`` in ``table`` of the bound :class:`Memos`.
-
-    ``key`` None (an input that cannot be keyed faithfully) or no bound tables: computed.
+    ``key`` None (an input that cannot be keyed faithfully) or no tables: computed.
     """
-    memos = _ACTIVE.get()
     if memos is None or key is None:
         return compute()
     t = memos.tables[table]
     hit = t.get(key)
     if hit is not None:
-        return hit[0]
+        remembered: T = hit[0]
+        return remembered
     value = compute()
     t.put(key, (value,), size(value))
     return value
@@ -414,7 +403,7 @@ class Facts:
 
 @contextlib.contextmanager
 def recording() -> Iterator[Facts]:
-    """Collect the facts of the answer computed inside (context-local, like the memos)."""
+    """Collect the facts of the answer computed inside (context-local)."""
     facts = Facts(seen=[])
     token = _FACTS.set(facts)
     try:

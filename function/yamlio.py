@@ -38,7 +38,7 @@ from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.tag import Tag
 
 from function import budgets
-from function.cache import active_memos, digest
+from function.cache import Memos, digest
 from function.errors import SackError
 
 try:  # libyaml's scanner and parser (ruamel.yaml.clib): the pure-Python one costs ~5 us a byte
@@ -369,17 +369,18 @@ def _to_text(data: bytes | str, where: str, max_bytes: int) -> str:
     return data
 
 
-def load_all(data: bytes | str, where: str, *, max_bytes: int = MAX_BYTES) -> list[Any]:
+def load_all(
+    data: bytes | str, where: str, *, max_bytes: int = MAX_BYTES, memos: Memos | None = None
+) -> list[Any]:
     """Every document of a YAML stream as plain Python data (empty documents dropped).
 
     Parsing is pure-Python (ruamel's YAML 1.2 safe loader), so a parsed stream is memoised
-    by the SHA-256 of its bytes (:mod:`function.cache`, when the edge bound memo tables);
+    by the SHA-256 of its bytes in ``memos`` (:mod:`function.cache`, the edge's tables);
     every caller gets its own copy. Only valid streams are kept: an invalid one is parsed,
     and refused, every time.
     """
     if len(data) > max_bytes:
         _to_text(data, where, max_bytes)  # raises, naming the file
-    memos = active_memos()
     if memos is None:
         return _load_all(data, where, max_bytes)
     key = (digest(data), max_bytes)
@@ -476,9 +477,11 @@ def _load_all(data: bytes | str, where: str, max_bytes: int) -> list[Any]:
     return docs
 
 
-def load_one(data: bytes | str, where: str, *, max_bytes: int = MAX_BYTES) -> Any:
+def load_one(
+    data: bytes | str, where: str, *, max_bytes: int = MAX_BYTES, memos: Memos | None = None
+) -> Any:
     """Exactly one YAML document (JSON is YAML too)."""
-    docs = load_all(data, where, max_bytes=max_bytes)
+    docs = load_all(data, where, max_bytes=max_bytes, memos=memos)
     if len(docs) != 1:
         raise YamlError(where, f"must hold exactly one YAML document, found {len(docs)}")
     return docs[0]

@@ -13,11 +13,10 @@ from function.ocm.access import (
     HELM_CHART_LAYER,
     FluxSource,
     flux_source,
-    localized_reference,
     normalize_access_type,
-    parse_image_reference,
 )
 from function.ocm.descriptor import parse_descriptor
+from function.ocm.images import localized_reference, parse_image_reference
 from function.ocm.model import ComponentVersion, Descriptor, Digest, Layer, Repository, Resource
 
 IMG = "sha256:11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1"

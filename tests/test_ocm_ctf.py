@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from function.errors import ComponentError
-from function.ocm.access import flux_source, localized_reference
+from function.ocm.access import flux_source
 from function.ocm.ctf import CtfSource
 from function.ocm.directory import DescriptorFileSource, DirectorySource
 from function.ocm.fetch import load_component
+from function.ocm.images import localized_reference
 from function.ocm.model import Repository
 from function.ocm.source import ComponentSource
 

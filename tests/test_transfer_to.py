@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from function.cli import main
-from function.ocm.access import image_table
 from function.ocm.descriptor import parse_descriptor
+from function.ocm.images import image_table
 from function.ocm.model import ComponentVersion, Repository
 from function.ocm.transfer import Transfer, transferred
 

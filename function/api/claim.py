@@ -281,8 +281,8 @@ class StatusComponent(Model):
 
 class StatusImage(Model):
     resource: str
-    extraIdentity: dict[str, str] = Field(default_factory=dict)
     reference: str
+    extraIdentity: dict[str, str] = Field(default_factory=dict)
 
 
 class StatusSubstitution(Model):
@@ -343,16 +343,17 @@ class StatusWarning(Model):
 class Status(Model):
     """SACK8sComponentVersion status, written by the function."""
 
+    # Field order is the order status is written in (compose/status.py dumps this model).
     component: StatusComponent | None = None
     images: list[StatusImage] = Field(default_factory=list)
-    configData: StatusConfigData | None = None
     deploy: StatusDeploy | None = None
+    configData: StatusConfigData | None = None
+    blockedBy: StatusBlocked | None = Field(
+        default=None,
+        description="The composed object that blocks readiness, and why. Empty when ready.",
+    )
     warnings: list[StatusWarning] = Field(
         default_factory=list,
         description="Findings that still compose (e.g. ConfigData warnings), current as of the "
         "last reconcile; each is sent as a Warning event only when it first appears or changes.",
-    )
-    blockedBy: StatusBlocked | None = Field(
-        default=None,
-        description="The composed object that blocks readiness, and why. Empty when ready.",
     )

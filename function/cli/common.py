@@ -344,7 +344,7 @@ def cli_image_table(cv: Any, *, allow_unpinned: bool, problems: Any = None) -> A
     from dataclasses import replace
     from types import MappingProxyType
 
-    from function.ocm.access import image_table
+    from function.ocm.images import image_table
 
     table = image_table(cv, allow_unpinned=allow_unpinned)
     if problems:

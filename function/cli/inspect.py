@@ -171,8 +171,9 @@ async def _extract(
     force: bool,
     verify: bool = True,
 ) -> list[Path]:
-    from function.ocm.access import LOCAL_BLOB, is_manifest_media_type, normalize_access_type
+    from function.ocm.access import LOCAL_BLOB, normalize_access_type
     from function.ocm.fetch import DEPLOYABLE_TYPES, fetch_deployable
+    from function.ocm.layout import is_manifest_media_type
     from function.ocm.select import find_resource
 
     _, cv = await _gather(src, loc, source, constraint)

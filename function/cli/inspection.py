@@ -25,10 +25,9 @@ from function.ocm import normalisation, signatures
 from function.ocm.access import (
     LOCAL_BLOB,
     OCI_ARTIFACT,
-    localized_reference,
     normalize_access_type,
-    parse_image_reference,
 )
+from function.ocm.images import localized_reference, parse_image_reference
 from function.ocm.inventory import Resolution
 from function.ocm.model import TYPE_CONFIGDATA, ComponentVersion, Resource
 from function.ocm.source import resource_key

@@ -126,7 +126,7 @@ def _run(
             images=(
                 cli_image_table(cv, allow_unpinned=allow_unpinned, problems=problems)
                 if cv is not None
-                else None
+                else {}  # configure without --component: no images to localize
             ),
         )
         try:

@@ -1,11 +1,13 @@
-"""The image allowlist: which registries a component's images may come from, and which of
-them may receive the platform's pull credential (docs/security.md, "What the allowlists govern").
+"""The policy's side of the image allowlist: which registries a component's images may come
+from, and which of them may receive the platform's pull credential (docs/security.md, "What the
+allowlists govern").
 
 ``registries`` governs where the function reads *components* from; ``imageRegistries``
-governs where the cluster pulls *images* from (default: the component registries). Every
-reference the function writes -- status images and every value the ConfigData localization
-writes -- goes through :func:`allowed_reference`, so an image on a public host, a link-local
-address, Docker Hub (a short name) or another port of an allowed host is one Fatal naming the
+governs where the cluster pulls *images* from (default: the component registries). The core
+narrows the image table to :func:`allowed_hosts` with :func:`function.ocm.images.allowlisted`,
+so every reference the function writes -- status images and every value the ConfigData
+localization writes -- is on the allowlist: an image on a public host, a link-local address,
+Docker Hub (a short name) or another port of an allowed host is one Fatal naming the
 resource and the host. The pull secret is keyed only to hosts the policy marks
 ``pullCredential`` (the kubelet sends the credential to whoever serves a host it is keyed to).
 """
@@ -13,56 +15,25 @@ resource and the host. The pull secret is keyed only to hosts the policy marks
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
-from types import MappingProxyType
 
 from function.api.claim import Spec
 from function.api.policy import Policy
 from function.errors import PolicyViolation
-from function.ocm.access import ImageTable
-
-DOCKER_HUB = "docker.io"
+from function.ocm.images import DOCKER_HUB
 
 
 def allowed_hosts(policy: Policy) -> tuple[str, ...]:
+    """The registries images may come from (lower case, sorted)."""
     if policy.imageRegistries is None:
         return tuple(sorted({r.host.lower() for r in policy.registries}))
     return tuple(sorted({r.host.lower() for r in policy.imageRegistries}))
 
 
 def pull_credential_hosts(policy: Policy) -> tuple[str, ...]:
+    """The image registries that may receive the pull credential (lower case, sorted)."""
     if policy.imageRegistries is None:
         return allowed_hosts(policy)
     return tuple(sorted({r.host.lower() for r in policy.imageRegistries if r.pullCredential}))
-
-
-def allowlisted(table: ImageTable, policy: Policy, where: str) -> ImageTable:
-    """The image table with every reference outside the allowlist turned into its error.
-
-    Errors in the table are raised where a reference is used (core.py puts every image
-    resource in status; a localization rule naming any resource reads it), so an image from a
-    host ops did not allow is one Fatal naming the resource and the host, and no value built
-    from it is ever written.
-    """
-    hosts = allowed_hosts(policy)
-    out = {}
-    for key, original in table.items():
-        entry = original
-        if entry.error is None and entry.parsed is not None:
-            written = entry.parsed.host.lower()
-            host = written or DOCKER_HUB
-            if host not in hosts:
-                what = host if written else f"{DOCKER_HUB} (a Docker Hub short name)"
-                entry = replace(
-                    entry,
-                    error=PolicyViolation(
-                        f"{where} {entry.resource.describe()}",
-                        f"image {entry.reference} comes from {what}, which is not an allowed image "
-                        f"registry (imageRegistries: {', '.join(hosts) or 'none'})",
-                    ),
-                )
-        out[key] = entry
-    return MappingProxyType(out)
 
 
 def pull_secret_hosts(

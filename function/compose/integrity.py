@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from function.api.policy import Policy
-from function.cache import memo
+from function.cache import Memos, memo
 from function.errors import ComponentError
 from function.ocm import normalisation, signatures
 from function.ocm.model import ComponentVersion
@@ -57,13 +57,13 @@ def _check(policy: Policy, cv: ComponentVersion) -> Integrity:
     return Integrity(normalised, problem, results)
 
 
-def check(policy: Policy, cv: ComponentVersion) -> Integrity:
+def check(policy: Policy, cv: ComponentVersion, memos: Memos | None = None) -> Integrity:
     """Verify every policy signature (a failure raises :class:`SignatureError`) and compute
-    the normalised digest the gate binds.
+    the normalised digest the gate binds (memoised in ``memos``, the edge's tables).
     """
     keys = tuple((v.signature, v.publicKey) for v in policy.ocm.verify)
     key = (cv.name, cv.version, cv.descriptor_digest, keys) if cv.descriptor_digest else None
-    out = memo("integrity", key, lambda: _check(policy, cv), lambda _: 2048)
+    out = memo("integrity", key, lambda: _check(policy, cv), lambda _: 2048, memos)
     failed = [v for v in out.verified if not v.ok]
     if failed:
         v = failed[0]

@@ -27,10 +27,11 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
-from function.cache import active_memos, files_digest, memo
+from function.cache import Memos, files_digest, memo
 from function.errors import ComponentError, SackError
+from function.ocm.access import Flavour
 from function.yamlio import load_one
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -55,8 +56,6 @@ _REMOTE_MARKERS = ("?ref=", "?version=", "?submodules=", "?timeout=", "git::", "
 _KNOWN_HOSTS = ("github.com/", "gitlab.com/", "bitbucket.org/", "dev.azure.com/")
 MAX_KUSTOMIZATIONS = 256
 
-Flavour = Literal["helm", "kustomize"]
-
 
 @dataclass(frozen=True)
 class Problem:
@@ -67,6 +66,7 @@ class Problem:
     message: str
 
     def text(self) -> str:
+        """``file: entry: message``, as errors show it."""
         return f"{self.file}: {self.entry}: {self.message}"
 
 
@@ -135,8 +135,9 @@ def _strings(value: Any) -> Iterator[str]:
 class _Kustomize:
     """Walks the kustomizations reachable from one or more roots, collecting problems."""
 
-    def __init__(self, files: Mapping[str, bytes]) -> None:
+    def __init__(self, files: Mapping[str, bytes], memos: Memos | None = None) -> None:
         self.files = files
+        self.memos = memos  # parsed kustomizations, shared with the ConfigData engine
         self.dirs = _directories(files)
         self.problems: list[Problem] = []
         self.seen: set[str] = set()
@@ -149,7 +150,7 @@ class _Kustomize:
             return
         self.seen.add(kfile)
         try:
-            doc = load_one(self.files[kfile], kfile)
+            doc = load_one(self.files[kfile], kfile, memos=self.memos)
         except SackError as e:
             self.add(kfile, "-", f"cannot be read: {e.message}")
             return
@@ -240,11 +241,13 @@ class _Kustomize:
         )
 
 
-def kustomize_problems(files: Mapping[str, bytes], path: str | None = None) -> list[Problem]:
+def kustomize_problems(
+    files: Mapping[str, bytes], path: str | None = None, memos: Memos | None = None
+) -> list[Problem]:
     """Problems of the kustomization at ``path`` (the claim's ``deploy.path``) and of everything
     it names; ``path=None`` checks every kustomization in the deployable (``sack8s check``).
     """
-    walker = _Kustomize(files)
+    walker = _Kustomize(files, memos)
     if path is None:
         roots = sorted(f for f in files if posixpath.basename(f) in KUSTOMIZATION_FILES)
     else:
@@ -348,33 +351,53 @@ def helm_problems(files: Mapping[str, bytes]) -> list[Problem]:
     return problems
 
 
-def problems(flavour: Flavour, files: Mapping[str, bytes], path: str | None) -> list[Problem]:
-    return helm_problems(files) if flavour == "helm" else kustomize_problems(files, path)
+def problems(
+    flavour: Flavour, files: Mapping[str, bytes], path: str | None, memos: Memos | None = None
+) -> list[Problem]:
+    """Every reference in the deployable that would make Flux fetch from elsewhere.
+
+    Args:
+        flavour: ``helm`` or ``kustomize``.
+        files: The deployable's files by path.
+        path: The Kustomize directory built (``spec.deploy.path``); None for Helm.
+        memos: The edge's memo tables (parsed kustomizations), None to compute.
+    """
+    return helm_problems(files) if flavour == "helm" else kustomize_problems(files, path, memos)
 
 
-def _memoised(flavour: Flavour, files: Mapping[str, bytes], path: str | None) -> list[Problem]:
+def _memoised(
+    flavour: Flavour, files: Mapping[str, bytes], path: str | None, memos: Memos | None
+) -> list[Problem]:
     """:func:`problems`, remembered by the files' content digest (hashed once per files
     *object*, which the storage cache hands every warm request; the ConfigData engine's memo
     shares that digest), so a warm reconcile does not parse the kustomizations or Chart.yaml
     again.
     """
-    memos = active_memos()
     if memos is None or not (
         isinstance(files, MappingProxyType) and all(type(v) is bytes for v in files.values())
     ):
-        return problems(flavour, files, path)
+        return problems(flavour, files, path, memos)
     key = (flavour, path, memos.digest_of(files, files_digest))
     return memo(
         "selfcontained",
         key,
-        lambda: problems(flavour, files, path),
+        lambda: problems(flavour, files, path, memos),
         lambda found: 200 + sum(len(p.text()) + 100 for p in found),
+        memos,
     )
 
 
-def check(flavour: Flavour, files: Mapping[str, bytes], path: str | None, where: str) -> None:
-    """One ComponentError naming the first file and entry that leave the deployable."""
-    found = _memoised(flavour, files, path)
+def check(
+    flavour: Flavour,
+    files: Mapping[str, bytes],
+    path: str | None,
+    where: str,
+    memos: Memos | None = None,
+) -> None:
+    """One ComponentError naming the first file and entry that leave the deployable
+    (``memos``: the edge's memo tables).
+    """
+    found = _memoised(flavour, files, path, memos)
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise ComponentError(

@@ -42,8 +42,8 @@ from function.configdata.substitution import Substitution
 from function.configdata.suggestions import suggestion_for
 from function.configdata.yamlfile import YamlFile, apply, load_file
 from function.errors import InvalidValues, SackError, UnsupportedRule
-from function.ocm.access import ImageTable, image_table
 from function.ocm.imageref import BadReference, parse_reference
+from function.ocm.images import ImageTable
 from function.ocm.model import ComponentVersion
 from function.yamlio import YamlError, load_one
 
@@ -141,7 +141,7 @@ def check(
     *,
     deployables: Sequence[Deployable],
     component: ComponentVersion | None = None,
-    images: ImageTable | None = None,
+    images: ImageTable | None,
     values: Mapping[str, Any] | None = None,
     image_pairs_fatal: bool = True,
     complete: bool = True,
@@ -149,9 +149,10 @@ def check(
 ) -> list[Finding]:
     """Every finding for ``configdata``, in rule order, then what the engine says on its own.
 
-    ``images``: the component's image table (default: :func:`function.ocm.access.image_table`
-    of ``component``, no downgrades). ``values``: what a claim would give (None: the defaults
-    alone; then the values no rule consumes are not checked). ``complete``: ``deployables``
+    ``images``: the component's image table as the caller built it
+    (:func:`function.ocm.images.image_table`); None exactly when ``component`` is.
+    ``values``: what a claim would give (None: the defaults alone; then the values no rule
+    consumes are not checked). ``complete``: ``deployables``
     are all the component ships, so a rule whose file is in none of them is an error;
     otherwise (one directory given) it is a warning: the function skips such rules, and
     another deployable may hold the file.
@@ -166,8 +167,10 @@ def check(
     except SackError as e:
         report.add(Finding("error", "ConfigData", "-", "-", str(e)))
         return report.findings
-    if component is not None and images is None:
-        images = image_table(component)
+    if (component is None) != (images is None):
+        raise ValueError(
+            "check needs the component's image table exactly when a component is given"
+        )
     _localization(
         report,
         cd,
@@ -193,12 +196,13 @@ def check(
     # The engine end to end, as the function runs it (per deployable), and its plan on its own:
     # their warnings, and errors not reported yet.
     runs: list[Any] = []
+    table: ImageTable = {} if images is None else images  # no component: no images
     if component is not None:
         for d in deployables:
             if d.flavour is not None:
                 runs.append(
                     lambda d=d: mutation_for(
-                        d.flavour, configdata, component, d.files, values, images=images
+                        d.flavour, configdata, component, d.files, values, images=table
                     ).warnings
                 )
     localize = component is not None
@@ -208,7 +212,7 @@ def check(
             cd,
             component=component,
             values=values,
-            images=images,
+            images=table,
             localize=localize,
             configure=configure,
         )
@@ -353,7 +357,7 @@ def _localization(
         )
     for i, rule in enumerate(cd.localization):
         rid = f"localization[{i}]"
-        if cv is None:
+        if cv is None or images is None:
             subs = []
             for field, raw in rule.targets():
                 try:

@@ -37,7 +37,7 @@ import referencing.exceptions
 from jsonschema.exceptions import SchemaError
 
 from function import budgets
-from function.cache import memo
+from function.cache import Memos, memo
 from function.configdata import expressions as spiff
 from function.configdata import schemabudget
 from function.configdata.findings import Finding
@@ -119,9 +119,9 @@ def _hint(err: jsonschema.ValidationError) -> str:
         return did_you_mean([instance], err.validator_value)
     if err.validator == "required" and isinstance(instance, Mapping):
         missing = [k for k in err.validator_value or () if k not in instance]
-        declared = schema.get("properties")
-        props = declared if isinstance(declared, Mapping) else {}
-        given = [k for k in instance if k not in props]
+        found = schema.get("properties")
+        declared = found if isinstance(found, Mapping) else {}
+        given = [k for k in instance if k not in declared]
         hints = []
         for m in missing:
             for g in given:
@@ -131,13 +131,17 @@ def _hint(err: jsonschema.ValidationError) -> str:
     return ""
 
 
-def validator_for(schema: Any) -> jsonschema.protocols.Validator:
-    """A checked validator for ``schema``; memoised by the schema's canonical JSON."""
+def validator_for(schema: Any, memos: Memos | None = None) -> jsonschema.protocols.Validator:
+    """A checked validator for ``schema``; memoised in ``memos`` by the schema's canonical
+    JSON.
+    """
     try:
         key: Any = ("schema", json.dumps(schema, sort_keys=True, separators=(",", ":")))
     except (TypeError, ValueError):
         key = None
-    return memo("validators", key, lambda: _validator_for(schema), lambda _: 4 * len(key[1]) + 2000)
+    return memo(
+        "validators", key, lambda: _validator_for(schema), lambda _: 4 * len(key[1]) + 2000, memos
+    )
 
 
 def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
@@ -158,9 +162,9 @@ def _validator_for(schema: Any) -> jsonschema.protocols.Validator:
     try:
         cls.check_schema(schema)
     except SchemaError as e:
-        where = "/".join(str(p) for p in e.path) or "(root)"
+        place = "/".join(str(p) for p in e.path) or "(root)"
         raise InvalidConfigData(
-            SCHEMA_WHERE, f"is not a valid JSON Schema at {where}: {e.message[:200]}"
+            SCHEMA_WHERE, f"is not a valid JSON Schema at {place}: {e.message[:200]}"
         ) from None
     # An empty registry: a `$ref` may point inside the schema only. Without it jsonschema
     # would fetch http(s):// and file:// references, letting a ConfigData author make the
@@ -263,7 +267,9 @@ class Configured:
 class _Run:
     """One configuration: the spiff document of defaults + values + rules, and its labels."""
 
-    def __init__(self, cd: ConfigData, values: Mapping[str, Any] | None) -> None:
+    def __init__(
+        self, cd: ConfigData, values: Mapping[str, Any] | None, memos: Memos | None = None
+    ) -> None:
         user = {} if values is None else values
         if not isinstance(user, Mapping):
             raise InvalidValues(
@@ -297,7 +303,7 @@ class _Run:
                     "value": _as_upstream(rule.value, where),
                 }
             )
-        self.doc = spiff.Document({**merged, RULES: rules}, self.label)
+        self.doc = spiff.Document({**merged, RULES: rules}, self.label, memos)
 
     def rule_where(self, i: int, sub: tuple[Any, ...] = ()) -> str:
         value = _value_path(f"configuration.rules[{i}].value", sub)
@@ -467,19 +473,22 @@ def configure(
     values: Mapping[str, Any] | None,
     *,
     schema_violations: SchemaViolations = "Fatal",
+    memos: Memos | None = None,
 ) -> Configured:
-    """Every configuration substitution, in rule order, plus the findings on the way."""
+    """Every configuration substitution, in rule order, plus the findings on the way
+    (``memos``: the edge's memo tables, for the schema validator and parsed expressions).
+    """
     conf = cd.configuration
     if conf is None:
         if values:
             _Run(cd, values)  # still refuse values that are not a map
         return Configured((), (), dict(values or {}))
-    run = _Run(cd, values)
+    run = _Run(cd, values, memos)
     subs, _ = run.substitutions()
     merged, findings = run.evaluated_values()
     _bounded_output(subs, merged)
     if conf.schema_ is not None:
-        v = validator_for(conf.schema_)
+        v = validator_for(conf.schema_, memos)
         problems = violations(v, _project(run.user, merged), label="values", skip_required=True)
         seen = {p.removeprefix("values") for p in problems}  # the user's own mistakes, once
         problems += [
@@ -503,11 +512,13 @@ def configure(
     return Configured(tuple(subs), tuple(findings), merged)
 
 
-def document(cd: ConfigData, values: Mapping[str, Any] | None) -> spiff.Document:
+def document(
+    cd: ConfigData, values: Mapping[str, Any] | None, memos: Memos | None = None
+) -> spiff.Document:
     """The spiff document upstream evaluated (merged values, and the rules under
     :data:`RULES`, rule ``i``'s value at ``(RULES, i, "value")``), not evaluated yet.
     """
-    return _Run(cd, values).doc
+    return _Run(cd, values, memos).doc
 
 
 def plan_configuration(

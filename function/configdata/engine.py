@@ -16,10 +16,11 @@ from function.configdata.localize import plan_localization
 from function.configdata.model import ConfigData
 from function.configdata.substitution import Change, Substitution
 from function.configdata.yamlfile import YamlFile, apply, dump_file, load_file
-from function.ocm.access import ImageTable
+from function.ocm.images import ImageTable
 from function.ocm.model import ComponentVersion
 
 if TYPE_CHECKING:
+    from function.cache import Memos
     from function.configdata.configure import SchemaViolations
 
 
@@ -62,15 +63,18 @@ def plan(
     values: Mapping[str, Any] | None = None,
     localize: bool = True,
     configure: bool = True,
-    images: ImageTable | None = None,
+    images: ImageTable,
     only_file: str | None = None,
     schema_violations: SchemaViolations = "Fatal",
+    memos: Memos | None = None,
 ) -> Plan:
     """Every substitution the ConfigData asks for, localization first (upstream order).
 
-    ``images``: the request's resolved image references (default: computed from ``component``).
+    ``images``: the request's image table, as the caller built it
+    (:func:`function.ocm.images.image_table`; empty when there is no component).
     ``schema_violations="Warning"`` (the ops policy switch, the CLI flag) turns schema
-    violations of the values into findings instead of an error.
+    violations of the values into findings instead of an error. ``memos``: the edge's memo
+    tables (:mod:`function.cache`).
     """
     subs: list[Substitution] = []
     warnings: list[str] = []
@@ -85,7 +89,7 @@ def plan(
         # Imported here: it loads jsonschema, which `sack8s localize` never needs.
         from function.configdata.configure import configure as configure_values
 
-        conf = configure_values(cd, values, schema_violations=schema_violations)
+        conf = configure_values(cd, values, schema_violations=schema_violations, memos=memos)
         subs.extend(conf.substitutions)
         findings.extend(conf.findings)
     return Plan(tuple(subs), tuple(warnings), tuple(findings))

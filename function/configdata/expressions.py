@@ -54,7 +54,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from function.cache import memo
+from function.cache import Memos, memo
 
 MAX_EXPRESSION = 4096  # characters of one expression (after interpolation)
 MAX_DEPTH = 32  # nesting of parentheses in one expression
@@ -566,14 +566,18 @@ class _Parser:
         return node, k
 
 
-def parse(text: str) -> Any:
-    """The AST of one dynaml expression (memoised per request in the ``expressions`` table:
+def parse(text: str, memos: Memos | None = None) -> Any:
+    """The AST of one dynaml expression (memoised in the ``expressions`` table of ``memos``:
     ConfigData repeats few distinct ones).
     """
     if len(text) > MAX_EXPRESSION:
         raise Unsupported(f"expression is longer than {MAX_EXPRESSION} characters")
     return memo(
-        "expressions", ("dynaml", text), lambda: _parse(text), lambda _: 200 + 8 * len(text)
+        "expressions",
+        ("dynaml", text),
+        lambda: _parse(text),
+        lambda _: 200 + 8 * len(text),
+        memos,
     )
 
 
@@ -750,8 +754,11 @@ class Document:
     times is one object), so nothing may mutate what :meth:`value` returns; cycles are errors.
     """
 
-    def __init__(self, root: Mapping[str, Any], label: Callable[[Loc], str]) -> None:
+    def __init__(
+        self, root: Mapping[str, Any], label: Callable[[Loc], str], memos: Memos | None = None
+    ) -> None:
         self.root = root
+        self.memos = memos  # the edge's memo tables, for parsed expressions
         self.label = label
         self._done: dict[Loc, Any] = {}
         self._failed: dict[Loc, ExpressionError] = {}
@@ -821,7 +828,7 @@ class Document:
             )
         self._busy.append(loc)
         try:
-            return self.evaluate(parse(text), loc)
+            return self.evaluate(parse(text, self.memos), loc)
         except ExpressionError as e:
             self._failed[loc] = e
             raise
@@ -974,7 +981,7 @@ class Document:
             if not is_expression(node):
                 continue
             try:
-                tree = parse(classify(node)[1])
+                tree = parse(classify(node)[1], self.memos)
             except (ExpressionError, RecursionError):
                 continue
             for ref in _refs(tree):

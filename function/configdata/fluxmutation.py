@@ -20,11 +20,11 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from function import budgets
-from function.cache import active_memos, approx_size, digest, files_digest
+from function.cache import Memos, approx_size, digest, files_digest
 from function.configdata import helm, kustomize
 from function.configdata.configure import SchemaViolations
 from function.configdata.engine import plan
-from function.configdata.localize import ImagePairDefect, image_pair_defects
+from function.configdata.localize import ImagePairDefect, enforce_image_pairs, image_pair_defects
 from function.configdata.model import DUPLICATE_KEY, parse_configdata
 from function.configdata.paths import format_path
 from function.configdata.plain import plain
@@ -33,7 +33,7 @@ from function.configdata.suggestions import suggestion_for
 from function.configdata.unused import unused_hint, unused_values
 from function.configdata.yamlfile import YamlFile, apply, load_file
 from function.errors import InvalidConfigData, SackError
-from function.ocm.access import ImageTable, image_table
+from function.ocm.images import ImageTable
 from function.ocm.model import ComponentVersion
 from function.yamlio import YamlError, load_one
 
@@ -74,22 +74,25 @@ class MutationInput:
 
     ``files``: for ``helm`` the chart's files relative to the chart root (``values.yaml``,
     ``templates/...``); for ``kustomize`` the files of the tar relative to its root.
-    ``images``: the request's image table (:func:`function.ocm.access.image_table`), resolved
-    once by the core; None computes it from ``component`` (no policy downgrades).
+    ``images``: the request's image table (:func:`function.ocm.images.image_table`), built
+    once by the caller.
     ``schema_violations``: the policy's ``configData.schemaViolations`` (``Warning`` reports
-    schema violations of the values as warnings instead of failing).
+    schema violations of the values as warnings instead of failing). ``image_pairs``: the
+    policy's ``configData.imagePairs``, settled here (Fatal raises the first defect, Warning
+    appends every defect to the warnings); None leaves the defects to the caller.
     """
 
     flavour: Flavour
     configdata: bytes
     component: ComponentVersion
     files: Mapping[str, bytes]
-    values: Mapping[str, Any] | None = None
-    images: ImageTable | None = None
+    values: Mapping[str, Any] | None
+    images: ImageTable
     configdata_name: str = "ConfigData"
     schema_violations: SchemaViolations = "Fatal"
     duplicate_keys: Literal["Warning", "Fatal"] = "Warning"  # configData.duplicateKeys
     deployable: str = ""  # the deployable's resource name, for errors in its files only
+    image_pairs: Literal["Warning", "Fatal"] | None = None  # configData.imagePairs
 
 
 def _trace(change: Change) -> Trace:
@@ -103,28 +106,42 @@ def _trace(change: Change) -> Trace:
     )
 
 
-def mutate(inp: MutationInput) -> FluxMutation:
+def mutate(inp: MutationInput, memos: Memos | None = None) -> FluxMutation:
     """Plan and apply every ConfigData rule for one deployable, for Flux.
 
+    ``memos``: the edge's memo tables (:mod:`function.cache`); the whole mutation is memoised
+    under :func:`_memo_key`, and the steps inside it (parsed ConfigData, validators,
+    expressions, YAML) in their own tables.
     Raises :class:`function.errors.SackError` subclasses naming rule, field and file.
     """
     if inp.flavour not in ("helm", "kustomize"):
         raise ValueError(f"unknown flavour {inp.flavour!r}")
-    if inp.images is None:
-        inp = replace(inp, images=image_table(inp.component))
-    memos = active_memos()
-    key = _memo_key(inp) if memos else None
+    key = _memo_key(inp, memos) if memos else None
     if memos is not None and key is not None:
         hit = memos.mutations.get(key)
         # The key holds the descriptor digest; the component itself is compared too, so two
         # different descriptors that claim one digest (hand-made ones) never share an entry.
         if hit is not None and (hit[0] is inp.component or hit[0] == inp.component):
-            cached: FluxMutation = hit[1]
-            return cached
-    result = _checked(inp)
+            return _settled(hit[1], inp.image_pairs)
+    result = _checked(inp, memos)
     if memos is not None and key is not None:
         memos.mutations.put(key, (inp.component, result), _size(result))
-    return result
+    return _settled(result, inp.image_pairs)
+
+
+def _settled(m: FluxMutation, image_pairs: Literal["Warning", "Fatal"] | None) -> FluxMutation:
+    """The image-pair policy applied to a (memoised, shared) mutation: a Fatal defect raises
+    on every call, Warning defects follow the other warnings (a copy; the memo is not touched).
+    """
+    if image_pairs is None or not m.image_pair_defects:
+        return m
+    lines = enforce_image_pairs(
+        m.image_pair_defects,
+        fatal=image_pairs == "Fatal",
+        downgrade="Ops can make this a Warning while the ConfigData is fixed: policy "
+        "configData.imagePairs: Warning",
+    )
+    return replace(m, warnings=m.warnings + lines)
 
 
 def mutation_for(
@@ -135,10 +152,13 @@ def mutation_for(
     values: Mapping[str, Any] | None,
     *,
     configdata_name: str = "ConfigData",
-    images: ImageTable | None = None,
+    images: ImageTable,
     schema_violations: SchemaViolations = "Fatal",
+    memos: Memos | None = None,
 ) -> FluxMutation:
-    """:func:`mutate` with the inputs spelled out (for callers outside the core)."""
+    """:func:`mutate` with the inputs spelled out (for callers outside the core; ``images``:
+    :func:`function.ocm.images.image_table` of ``component``, built once by the caller).
+    """
     return mutate(
         MutationInput(
             flavour,
@@ -149,7 +169,8 @@ def mutation_for(
             images,
             configdata_name,
             schema_violations,
-        )
+        ),
+        memos,
     )
 
 
@@ -164,7 +185,7 @@ def _images_key(images: ImageTable) -> Hashable:
     )
 
 
-def _memo_key(inp: MutationInput) -> Hashable | None:
+def _memo_key(inp: MutationInput, memos: Memos | None = None) -> Hashable | None:
     """Content key of everything the mutation depends on, or None (then it is not memoised).
 
     The mutation is a pure function of the :class:`MutationInput`: the flavour, the
@@ -173,15 +194,15 @@ def _memo_key(inp: MutationInput) -> Hashable | None:
     policy. All of it is in the key, by content.
     """
     component, values = inp.component, inp.values
-    if not component.descriptor_digest or inp.images is None:
+    if not component.descriptor_digest:
         return None
     if not _json_like(values, 0):
         return None
     vk = json.dumps(values, sort_keys=True, separators=(",", ":"), allow_nan=True)
     return (
         inp.flavour,
-        _digest_of(inp.configdata, digest),
-        _digest_of(inp.files, files_digest),
+        _digest_of(inp.configdata, digest, memos),
+        _digest_of(inp.files, files_digest, memos),
         digest(vk),
         inp.configdata_name,
         _images_key(inp.images),
@@ -194,9 +215,8 @@ def _memo_key(inp: MutationInput) -> Hashable | None:
     )
 
 
-def _digest_of(obj: Any, compute: Callable[[Any], bytes]) -> bytes:
+def _digest_of(obj: Any, compute: Callable[[Any], bytes], memos: Memos | None) -> bytes:
     """Immutable inputs (bytes, a read-only file map of bytes) are hashed once per object."""
-    memos = active_memos()
     immutable = isinstance(obj, bytes) or (
         isinstance(obj, MappingProxyType) and all(type(v) is bytes for v in obj.values())
     )
@@ -233,16 +253,14 @@ def _size(m: FluxMutation) -> int:
     )
 
 
-def _checked(inp: MutationInput) -> FluxMutation:
+def _checked(inp: MutationInput, memos: Memos | None) -> FluxMutation:
     try:
-        return _mutation(inp)
+        return _mutation(inp, memos)
     except SackError as e:
         # Rule errors say "ConfigData localization[0] ..."; name the actual ConfigData resource,
         # and the component: one replica serves every tenant, so the operator reading the
         # error must learn whose content it is.
-        name, where, message = inp.configdata_name, e.where, e.message
-        if name != "ConfigData" and where.startswith("ConfigData ") and not where.startswith(name):
-            where = name + where[len("ConfigData") :]
+        where, message = _named(inp.configdata_name, e.where), e.message
         cv = inp.component
         if cv.name and cv.name not in where and cv.name not in message:
             message = f"{message} (component {cv.name}:{cv.version})"
@@ -251,9 +269,22 @@ def _checked(inp: MutationInput) -> FluxMutation:
         raise type(e)(where, message, reason=e.reason) from None
 
 
-def _mutation(inp: MutationInput) -> FluxMutation:
+def _named(configdata_name: str, text: str) -> str:
+    """``text`` with a leading ``"ConfigData "`` (how rules name their ConfigData) naming the
+    actual ConfigData resource instead, for errors and warnings alike.
+    """
+    if (
+        configdata_name != "ConfigData"
+        and text.startswith("ConfigData ")
+        and not text.startswith(configdata_name)
+    ):
+        return configdata_name + text[len("ConfigData") :]
+    return text
+
+
+def _mutation(inp: MutationInput, memos: Memos | None) -> FluxMutation:
     flavour, files, configdata_name = inp.flavour, inp.files, inp.configdata_name
-    cd = parse_configdata(inp.configdata, configdata_name)
+    cd = parse_configdata(inp.configdata, configdata_name, memos)
     if inp.duplicate_keys == "Fatal":
         dups = [f for f in cd.findings if f.code == DUPLICATE_KEY]
         if dups:
@@ -267,6 +298,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
         values=inp.values,
         images=inp.images,
         schema_violations=inp.schema_violations,
+        memos=memos,
     )
 
     loaded: dict[str, YamlFile] = {}
@@ -291,7 +323,9 @@ def _mutation(inp: MutationInput) -> FluxMutation:
         f = loaded.get(sub.file)
         if f is None:
             try:
-                f = loaded[sub.file] = load_file(files[sub.file], sub.file, round_trip=False)
+                f = loaded[sub.file] = load_file(
+                    files[sub.file], sub.file, round_trip=False, memos=memos
+                )
             except YamlError as e:
                 owner = f"resource {inp.deployable}" if inp.deployable else f"the {what}"
                 raise YamlError(sub.where, f"{e.message} (a file of {owner})") from None
@@ -307,7 +341,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
             over = {}
             for kf in kustomize.kustomizations_over(sub.file, files):
                 if kf not in kust_docs:
-                    kust_docs[kf] = load_one(files[kf], kf)
+                    kust_docs[kf] = load_one(files[kf], kf, memos=memos)
                 over[kf] = kust_docs[kf]
             kustomize.check_change(change, doc, over)
             patches.append(kustomize.patch_for(change, doc))
@@ -327,13 +361,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
         for s in p.substitutions
         if s.warning and (s.rule, s.file, format_path(s.path.steps)) in applied
     ]
-    if configdata_name != "ConfigData":  # name the actual ConfigData resource, as errors do
-        warnings = [
-            configdata_name + w[len("ConfigData") :]
-            if w.startswith("ConfigData ") and not w.startswith(configdata_name)
-            else w
-            for w in warnings
-        ]
+    warnings = [_named(configdata_name, w) for w in warnings]  # as errors name it
     warnings.extend(hints)  # suggestions name the resource already
     if p.substitutions and not traces:
         warnings.append(
@@ -342,7 +370,7 @@ def _mutation(inp: MutationInput) -> FluxMutation:
             f"{what} (files named: {', '.join(sorted({s.file for s in p.substitutions}))}); "
             "check the rules' file fields"
         )
-    unused = unused_values(cd, inp.values, files=files.keys())
+    unused = unused_values(cd, inp.values, files=files.keys(), memos=memos)
     return FluxMutation(
         helm_values=helm_values,
         kustomize_patches=tuple(patches),

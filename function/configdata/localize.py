@@ -2,9 +2,10 @@
 
 Each rule names a resource of *this* component (name plus the extraIdentity upstream ignored;
 an ambiguous name is an error) and the paths that receive parts of its localized reference.
-The reference itself comes from the request's image table (resolved once by the core with
-:func:`function.ocm.access.image_table`, which applies the packaging contract, and parsed
-there); its parts follow go-containerregistry, see :mod:`function.ocm.imageref`.
+The reference itself comes from the request's image table (built once by the caller with
+:func:`function.ocm.images.image_table`, which applies the packaging contract and the
+allowlist, and parsed there); its parts follow go-containerregistry, see
+:mod:`function.ocm.imageref`.
 
 Refused, naming the rule: CUE ``mapping`` rules, ``referencePath`` (resources of referenced
 components), and a rule with no target field.
@@ -29,8 +30,8 @@ from function.configdata.model import ConfigData, LocalizationRule
 from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
 from function.errors import InvalidConfigData, SackError, UnsupportedRule
-from function.ocm.access import ImageTable, image_table
 from function.ocm.imageref import DEFAULT_REGISTRY, BadReference, ImageRef, parse_reference
+from function.ocm.images import ImageTable
 from function.ocm.model import ComponentVersion, Resource
 from function.ocm.select import find_resource
 from function.ocm.source import resource_key
@@ -214,18 +215,17 @@ def registry_rules(cd: ConfigData) -> frozenset[RuleKey]:
 def plan_localization(
     cd: ConfigData,
     cv: ComponentVersion,
-    images: ImageTable | None = None,
+    images: ImageTable,
     *,
     only_file: str | None = None,
 ) -> Localized:
     """Every localization substitution, in rule order then field order.
 
-    ``images`` is the request's image table (default: :func:`function.ocm.access.image_table`
-    of ``cv``, as the CLI needs). ``only_file`` restricts planning to the rules addressing that
-    file (the CLI works on one file; rule numbers stay those of the ConfigData).
+    ``images`` is the request's image table (:func:`function.ocm.images.image_table`), built
+    once by the caller: the core and the CLI pass the one they built.
+    ``only_file`` restricts planning to the rules addressing that file (the CLI works on one
+    file; rule numbers stay those of the ConfigData).
     """
-    if images is None:
-        images = image_table(cv)
     subs: list[Substitution] = []
     warnings: list[str] = []
     with_registry = registry_rules(cd)
@@ -242,16 +242,15 @@ def plan_rule(
     i: int,
     rule: LocalizationRule,
     cv: ComponentVersion,
-    images: ImageTable | None = None,
+    images: ImageTable,
     with_registry: frozenset[RuleKey] = frozenset(),
 ) -> tuple[LocalizedSubstitution, ...]:
     """The substitutions of ``localization[i]`` (``sack8s check`` plans rule by rule).
 
+    ``images``: the request's image table, as the caller built it.
     ``with_registry``: :func:`registry_rules` of the ConfigData; a ``repository`` for a
     resource and file that also get a ``registry`` is completed by the template.
     """
-    if images is None:
-        images = image_table(cv)
     rid = f"localization[{i}]"
     where = f"ConfigData {rid} (file {rule.file})"
     _check_supported(rule, where)

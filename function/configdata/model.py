@@ -30,7 +30,7 @@ from pydantic import (
     field_validator,
 )
 
-from function.cache import digest, memo
+from function.cache import Memos, digest, memo
 from function.configdata.findings import Finding
 from function.errors import InvalidConfigData
 from function.yaml11 import Retyped, read_v1
@@ -165,10 +165,12 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def parse_configdata(data: bytes | str, name: str = "ConfigData") -> ConfigData:
+def parse_configdata(
+    data: bytes | str, name: str = "ConfigData", memos: Memos | None = None
+) -> ConfigData:
     """Load (with the YAML safety caps) and validate one ConfigData document.
 
-    Memoised by content (:mod:`function.cache`): the model is frozen and shared, so
+    Memoised by content in ``memos`` (:mod:`function.cache`): the model is frozen and shared, so
     callers must not mutate the containers inside it (the engine copies what it changes).
     """
     return memo(
@@ -176,6 +178,7 @@ def parse_configdata(data: bytes | str, name: str = "ConfigData") -> ConfigData:
         (digest(data), name),
         lambda: _parse_configdata(data, name),
         lambda _: 4 * len(data) + 1000,
+        memos,
     )
 
 

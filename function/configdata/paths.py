@@ -247,11 +247,25 @@ def get(doc: Any, path: Path, default: Any = None) -> Any:
     return node
 
 
-def set_value(doc: Any, path: Path, value: Any, *, make_map: Any = dict) -> tuple[Any, int]:
+def dotted(text: str) -> Path:
+    """A path an ops policy spells with dots only (``global.imagePullSecrets``): every segment a
+    map key, empty segments skipped, no quoting (policy paths are not yq text).
+    """
+    return Path(tuple(p for p in text.split(".") if p))
+
+
+def set_value(
+    doc: Any, path: Path, value: Any, *, make_map: Any = dict, clear: bool = False
+) -> tuple[Any, int]:
     """Write ``value`` at ``path``; returns (old value or None, number of keys created).
 
-    Raises :class:`PathMiss` when the path cannot be set (see :func:`reach`).
+    Raises :class:`PathMiss` when the path cannot be set (see :func:`reach`). With ``clear``
+    (a value the policy places, such as the Helm pull secrets, where no tenant content is to
+    be respected), whatever is in the way of a map key (a scalar, a list) is replaced by a new
+    map instead; ``path`` must then name map keys only.
     """
+    if clear:
+        return _set_clearing(doc, path, value, make_map)
     r = reach(doc, path)
     node = doc
     for step in path.steps[:-1]:
@@ -262,3 +276,19 @@ def set_value(doc: Any, path: Path, value: Any, *, make_map: Any = dict) -> tupl
     old = get(doc, path) if r.exact else None
     node[last] = value
     return old, r.missing
+
+
+def _set_clearing(doc: Any, path: Path, value: Any, make_map: Any) -> tuple[Any, int]:
+    node, created = doc, 0
+    for step in path.steps[:-1]:
+        nxt = node.get(step)
+        if not isinstance(nxt, MutableMapping):
+            nxt = make_map()
+            node[step] = nxt
+            created += 1
+        node = nxt
+    last = path.steps[-1]
+    old = node.get(last)
+    created += last not in node
+    node[last] = value
+    return old, created

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
+from function.cache import Memos
 from function.configdata.configure import RULES, document
 from function.configdata.model import ConfigData
 from function.configdata.paths import format_path
@@ -37,7 +38,10 @@ Key = tuple[str, ...]
 
 
 def consumed(
-    cd: ConfigData, values: Mapping[str, Any] | None = None, files: Collection[str] | None = None
+    cd: ConfigData,
+    values: Mapping[str, Any] | None = None,
+    files: Collection[str] | None = None,
+    memos: Memos | None = None,
 ) -> frozenset[Key]:
     """The value paths the configuration rules read; with ``files``, only rules on those files.
 
@@ -49,7 +53,7 @@ def consumed(
     if conf is None:
         return frozenset()
     try:
-        doc = document(cd, values)
+        doc = document(cd, values, memos)
     except SackError:
         return frozenset()
     places = set()
@@ -69,7 +73,11 @@ def leaves(values: Any, prefix: Key = ()) -> Iterator[Key]:
 
 
 def unused_values(
-    cd: ConfigData, values: Mapping[str, Any] | None, *, files: Collection[str] | None = None
+    cd: ConfigData,
+    values: Mapping[str, Any] | None,
+    *,
+    files: Collection[str] | None = None,
+    memos: Memos | None = None,
 ) -> tuple[str, ...]:
     """The paths (yq form, sorted) of ``values`` that no configuration rule consumes.
 
@@ -79,7 +87,7 @@ def unused_values(
     """
     if not values:
         return ()
-    refs = consumed(cd, values, files)
+    refs = consumed(cd, values, files, memos)
     out = set()
     for leaf in leaves(values):
         if not any(_covers(ref, leaf) for ref in refs):
@@ -96,8 +104,8 @@ def unused_hint(cd: ConfigData, unused: Collection[str]) -> str:
     if conf is None or not unused:
         return ""
     schema = conf.schema_ if isinstance(conf.schema_, Mapping) else {}
-    declared = schema.get("properties")
-    props = declared if isinstance(declared, Mapping) else {}
+    found = schema.get("properties")
+    props = found if isinstance(found, Mapping) else {}
     known = {str(k) for k in (conf.defaults or {})} | {str(k) for k in props}
     tops = sorted({path.split(".", 1)[0].split("[", 1)[0] for path in unused})
     return did_you_mean([t for t in tops if t not in known], sorted(known))

@@ -38,7 +38,7 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from function.cache import active_memos, digest
+from function.cache import Memos, digest
 from function.configdata.paths import get
 from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution, apply_to_documents
@@ -91,7 +91,9 @@ def _rt() -> YAML:
     return y
 
 
-def load_file(text: bytes | str, name: str, *, round_trip: bool = True) -> YamlFile:
+def load_file(
+    text: bytes | str, name: str, *, round_trip: bool = True, memos: Memos | None = None
+) -> YamlFile:
     """The parsed file, ready to edit in place (the caller's own copy).
 
     ``round_trip=False`` (the function, which never writes the file back): the same
@@ -101,19 +103,18 @@ def load_file(text: bytes | str, name: str, *, round_trip: bool = True) -> YamlF
     the replica every tenant shares).
 
     Round-trip parsing is the slowest thing the engine does, and a component's files do
-    not change, so the parse is memoised by content (:mod:`function.cache`); each call
+    not change, so the parse is memoised by content in ``memos`` (:mod:`function.cache`); each call
     gets a fresh copy of the documents (pickle keeps ruamel's comments and styles exactly,
     where ``copy.deepcopy`` does not).
     """
     if not round_trip:
-        return _load_events(text, name)
-    memos = active_memos()
+        return _load_events(text, name, memos)
     if memos is None:
-        return _load_file(text, name)
+        return _load_file(text, name, memos)
     key = (digest(text), name)
     hit = memos.yaml_files.get(key)
     if hit is None:
-        f = _load_file(text, name)
+        f = _load_file(text, name, memos)
         blob = pickle.dumps(f.docs, protocol=pickle.HIGHEST_PROTOCOL)
         memos.yaml_files.put(
             key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300
@@ -123,8 +124,8 @@ def load_file(text: bytes | str, name: str, *, round_trip: bool = True) -> YamlF
     return dataclasses.replace(template, docs=pickle.loads(hit[1]))  # noqa: S301 - our own pickle
 
 
-def _load_events(text: bytes | str, name: str) -> YamlFile:
-    load_all(text, name)  # size, alias-bomb, tags, numbers and duplicate keys first
+def _load_events(text: bytes | str, name: str, memos: Memos | None) -> YamlFile:
+    load_all(text, name, memos=memos)  # size, alias-bomb, tags, numbers and duplicate keys first
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     nodes, _ = compose_all(text, name)
@@ -145,8 +146,8 @@ def _load_events(text: bytes | str, name: str) -> YamlFile:
     )
 
 
-def _load_file(text: bytes | str, name: str) -> YamlFile:
-    load_all(text, name)  # size, alias-bomb and validity caps first
+def _load_file(text: bytes | str, name: str, memos: Memos | None) -> YamlFile:
+    load_all(text, name, memos=memos)  # size, alias-bomb and validity caps first
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     try:

@@ -142,7 +142,7 @@ def _compose(inp: core.CoreInput) -> core.CoreOutput:
 @dataclass
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     """Serves RunFunction. One instance per process; it owns the caches: its sources share
-    one storage cache, and its memo tables are bound for the duration of every request.
+    one storage cache, and it passes its memo tables to every step of a request that memoises.
     """
 
     sources: SourceFactory = field(default_factory=SourceFactory)
@@ -201,7 +201,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         outcome = "composed"
         # Every line logged while this request runs -- here, in deeper modules through structlog
         # or the stdlib bridge -- carries the XR and claim (structlog contextvars, task-local).
-        with structlog.contextvars.bound_contextvars(**context), self.memos.active():
+        with structlog.contextvars.bound_contextvars(**context):
             try:
                 if await self._run(req, rsp, xr, log) is False:
                     outcome = "waiting"
@@ -242,6 +242,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             req.input.SerializeToString(deterministic=True) if req.HasField("input") else b"",
             lambda: parse_policy(_struct(req.input) if req.HasField("input") else {}),
             lambda _: 20_000,
+            self.memos,
         )
         fields = req.observed.composite.resource.fields
         spec_value = fields["spec"] if "spec" in fields else None
@@ -250,6 +251,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             spec_value.SerializeToString(deterministic=True) if spec_value is not None else None,
             lambda: parse_spec(xr),
             lambda _: 20_000,
+            self.memos,
         )
         identity = identity_of(xr)
         repository = claim_repository(spec)
@@ -278,6 +280,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             status=(xr.get("status") or {}),
             credentials=req.credentials,
             base_dir=self.base_dir,
+            memos=self.memos,
         )
         log.debug(
             "component loaded",
@@ -285,10 +288,12 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             deployable=loaded.deployable.name if loaded.deployable else None,
             configdata=loaded.configdata.name if loaded.configdata else None,
         )
-        values = got.values(spec, identity, schema=lambda: configdata_schema(loaded))
+        values = got.values(
+            spec, identity, schema=lambda: configdata_schema(loaded, self.memos), memos=self.memos
+        )
         # What the view holds of each observed object (function/edge/reads.py: readiness, the gate's
         # fields, ownership marks), each top-level field converted when first read.
-        observed = {k: Lazy(v.resource) for k, v in req.observed.resources.items()}
+        observed = {k: Lazy(v.resource, self.memos) for k, v in req.observed.resources.items()}
         # The core works on tenant content (ConfigData, schema, values, manifests) within the
         # budgets of function.budgets; run in a worker thread, one render never holds the event
         # loop, so other tenants' requests keep being read, answered from the response cache
@@ -306,14 +311,15 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 existing_namespaces=got.namespaces,
                 observed=observed,
                 xr_status=xr.get("status") or {},
+                memos=self.memos,
             ),
         )
         for key in sorted(out.resources):
-            put(rsp.desired.resources[key].resource, out.resources[key])
+            put(rsp.desired.resources[key].resource, out.resources[key], self.memos)
             rsp.desired.resources[key].ready = (
                 fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
             )
-        put(rsp.desired.composite.resource, {"status": out.status})
+        put(rsp.desired.composite.resource, {"status": out.status}, self.memos)
         if not out.all_ready:
             rsp.desired.composite.ready = fnv1.READY_FALSE
         for note in out.notes:

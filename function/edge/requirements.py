@@ -22,6 +22,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from function.api.claim import Spec
 from function.api.policy import Policy
+from function.cache import Memos
 from function.compose import names
 from function.compose.admission import owned_deploy_namespace
 from function.compose.identity import Identity, owner_of
@@ -116,7 +117,11 @@ class Resolved:
             )
 
     def values(
-        self, spec: Spec, identity: Identity, schema: Callable[[], Any] | None = None
+        self,
+        spec: Spec,
+        identity: Identity,
+        schema: Callable[[], Any] | None = None,
+        memos: Memos | None = None,
     ) -> Mapping[str, Any] | None:
         """The claim's configuration values: inline, or parsed from its ConfigMap.
 
@@ -156,7 +161,7 @@ class Resolved:
         if key not in data:
             shown = ", ".join(sorted(data)[:10]) or "none"
             raise InvalidValues(where, f"has no data key {key!r} (keys: {shown})")
-        parsed = load_one(data[key], f"{where} key {key}")
+        parsed = load_one(data[key], f"{where} key {key}", memos=memos)
         if not isinstance(parsed, dict):
             raise InvalidValues(f"{where} key {key}", "must hold a YAML mapping of values")
         return parsed

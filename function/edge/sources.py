@@ -21,7 +21,7 @@ from typing import Any
 
 from function.api.claim import Spec
 from function.api.policy import Policy
-from function.cache import Cache, unrepeatable
+from function.cache import Cache, Memos, unrepeatable
 from function.compose import fetchhosts
 from function.compose.admission import oci_repository_reference
 from function.configdata.model import parse_configdata
@@ -173,6 +173,7 @@ class SourceFactory:
         status: Mapping[str, Any],
         credentials: Mapping[str, Any],
         base_dir: Path,
+        memos: Memos | None = None,
     ) -> LoadedComponent:
         """Resolve the version, select the resources and load them, once per request; the
         policy was checked before (admission.admit).
@@ -185,6 +186,7 @@ class SourceFactory:
                 spec.component.version,
                 previous=previous_version(spec, status),
                 where=f"spec.component.version (component {spec.component.name})",
+                memos=memos,
             )
             cv = await source.get(spec.component.name, version)
             deployable, configdata = select_resources(spec, cv)
@@ -241,7 +243,7 @@ def _loaded_size(loaded: LoadedComponent) -> int:
     return n + sum(len(v) for v in loaded.blob_heads.values())
 
 
-def configdata_schema(loaded: LoadedComponent) -> Any:
+def configdata_schema(loaded: LoadedComponent, memos: Memos | None = None) -> Any:
     """The selected ConfigData's schema (None without one): what types a flat values
     ConfigMap's strings (:mod:`function.configdata.flatvalues`). Parsed as the core parses it
     (same bytes, same name, so the memo serves both and an error reads the same).
@@ -251,5 +253,5 @@ def configdata_schema(loaded: LoadedComponent) -> Any:
     if cd is None or not files or len(files) != 1:
         return None
     (data,) = files.values()
-    conf = parse_configdata(data, f"ConfigData (resource {cd.name})").configuration
+    conf = parse_configdata(data, f"ConfigData (resource {cd.name})", memos).configuration
     return conf.schema_ if conf is not None else None

@@ -14,7 +14,7 @@ from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
-from function.cache import memo
+from function.cache import Memos, memo
 
 
 def plain(value: Any) -> Any:
@@ -69,10 +69,11 @@ class Lazy(Mapping[str, Any]):
     per distinct content (memo table ``observed``; what it returns is shared: read-only).
     """
 
-    __slots__ = ("_done", "_struct")
+    __slots__ = ("_done", "_memos", "_struct")
 
-    def __init__(self, msg: struct_pb2.Struct) -> None:
+    def __init__(self, msg: struct_pb2.Struct, memos: Memos | None = None) -> None:
         self._struct = msg
+        self._memos = memos
         self._done: dict[str, Any] = {}
 
     def __getitem__(self, key: str) -> Any:
@@ -90,6 +91,7 @@ class Lazy(Mapping[str, Any]):
                 raw.SerializeToString(deterministic=True),
                 lambda: _value(raw),
                 lambda _: 4 * raw.ByteSize() + 200,
+                self._memos,
             )
         else:
             value = _value(raw)
@@ -109,8 +111,8 @@ class Lazy(Mapping[str, Any]):
         return f"Lazy({dict(self)!r})"
 
 
-def struct_bytes(obj: Mapping[str, Any]) -> bytes:
-    """``obj`` as a serialized Struct, remembered by its content while memos are bound.
+def struct_bytes(obj: Mapping[str, Any], memos: Memos | None = None) -> bytes:
+    """``obj`` as a serialized Struct, remembered by its content in ``memos``.
 
     The SDK's ``resource.update`` builds a Struct field by field in Python, the largest cost of
     an answer; composed objects mostly repeat from one reconcile to the next, so their
@@ -128,9 +130,9 @@ def struct_bytes(obj: Mapping[str, Any]) -> bytes:
         key = marshal.dumps(obj)
     except ValueError:
         return build()
-    return memo("structs", key, build, lambda b: 2 * len(key) + len(b))
+    return memo("structs", key, build, lambda b: 2 * len(key) + len(b), memos)
 
 
-def put(target: struct_pb2.Struct, obj: Mapping[str, Any]) -> None:
+def put(target: struct_pb2.Struct, obj: Mapping[str, Any], memos: Memos | None = None) -> None:
     """``target.update(obj)`` (top-level keys replaced), through :func:`struct_bytes`."""
-    target.MergeFromString(struct_bytes(obj))
+    target.MergeFromString(struct_bytes(obj, memos))

@@ -40,7 +40,7 @@ import json
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from function.cache import memo
+from function.cache import Memos, memo
 from function.errors import ComponentError, SackError
 from function.ocm import digests
 from function.ocm.access import LOCAL_BLOB, normalize_access_type
@@ -92,6 +92,7 @@ async def resolve_version(
     *,
     previous: str | None = None,
     where: str | None = None,
+    memos: Memos | None = None,
 ) -> str:
     """The version a constraint resolves to: the one place a version is chosen.
 
@@ -110,6 +111,7 @@ async def resolve_version(
         (available, constraint, previous, where),
         lambda: choose(available, constraint, previous, where),
         lambda v: 200 + len(v) + sum(len(t) + 50 for t in available),
+        memos,
     )
 
 

@@ -38,9 +38,8 @@ from function.ocm.access import (
     LOCAL_BLOB,
     OCI_ARTIFACT,
     normalize_access_type,
-    parse_image_reference,
-    pinned_digest,
 )
+from function.ocm.images import parse_image_reference, pinned_digest
 from function.ocm.layout import MT_OCI_MANIFEST
 from function.ocm.model import ComponentVersion, Repository, Resource
 from function.ocm.source import resource_key
