@@ -57,6 +57,12 @@ _WHERE = re.compile(
 
 @dataclass(frozen=True)
 class Finding:
+    """One problem ``sack8s check`` reports: how bad, which rule, file and path, and what.
+
+    Frozen (hashable) so that a problem found both rule by rule and by the engine's own run
+    is reported once.
+    """
+
     severity: Severity
     rule: (
         str  # "localization[0].tag", "configuration.rules[1]", "configuration.schema", "ConfigData"
@@ -66,6 +72,11 @@ class Finding:
     message: str = ""
 
     def line(self) -> str:
+        """The finding as one output line, ``severity: rule: file: path: message``.
+
+        The message's line breaks and runs of blanks are folded, so every finding stays on one
+        line for ``grep`` and CI logs.
+        """
         message = " ".join(self.message.split())
         return f"{self.severity}: {self.rule}: {self.file}: {self.path}: {message}"
 
@@ -525,6 +536,14 @@ def _configuration(
 
 
 def has_errors(findings: Iterable[Finding]) -> bool:
+    """Whether any finding is an error: ``sack8s check`` fails on errors, not on warnings.
+
+    Args:
+        findings: What :func:`check` returned.
+
+    Returns:
+        True when at least one finding has severity ``error``.
+    """
     return any(f.severity == "error" for f in findings)
 
 

@@ -37,6 +37,11 @@ class Plan:
     findings: tuple[Finding, ...] = ()
 
     def all_findings(self) -> tuple[Finding, ...]:
+        """:attr:`findings` plus every substitution's own warning, as findings.
+
+        For tools that judge the ConfigData as a whole (``sack8s check``), where it does not
+        matter which deployable a rule would be applied to.
+        """
         subs = tuple(
             Finding(
                 "Rule",
@@ -92,6 +97,10 @@ def plan(
 
 @dataclass(frozen=True)
 class FileResult:
+    """One file after :func:`apply_to_file`: its new text, the changes made (for the trace),
+    the substitutions addressing other files, and what applying found.
+    """
+
     text: str
     changes: tuple[Change, ...]
     not_applicable: tuple[Substitution, ...]

@@ -38,6 +38,16 @@ from function.ocm.source import resource_key
 
 
 def field_value(ref: ImageRef, field: str) -> str:
+    """The part of ``ref`` a localization rule's ``field`` writes.
+
+    Args:
+        ref: The localized image reference.
+        field: One of :data:`function.configdata.model.LOCALIZATION_FIELDS`.
+
+    Returns:
+        The name, registry, repository, fully qualified repository, or the tag pinned by
+        digest (``TAG@sha256:…``).
+    """
     return {
         "image": ref.name,
         "registry": ref.registry,
@@ -71,6 +81,7 @@ class ImagePairDefect:
 
     @property
     def where(self) -> str:
+        """How the error names the defect: ConfigData, rule, field and file."""
         return f"{self.configdata} {self.rule}.{self.field} (file {self.file})"
 
     def __str__(self) -> str:
@@ -79,6 +90,10 @@ class ImagePairDefect:
 
 @dataclass(frozen=True)
 class Localized:
+    """What localization plans: substitutions in rule order, and the warnings on the way
+    (each is also on its substitution, for whoever applies it).
+    """
+
     substitutions: tuple[Substitution, ...]
     warnings: tuple[str, ...]
 

@@ -33,6 +33,12 @@ MAX_PATH = 1024
 
 @dataclass(frozen=True)
 class Path:
+    """A parsed rule path: map keys (str) and list indexes (int), in order.
+
+    Parsed once (:func:`parse_path`) so that every applier walks the same steps, and printed
+    back in canonical yq form for messages.
+    """
+
     steps: tuple[Step, ...]
 
     def __str__(self) -> str:
@@ -177,10 +183,12 @@ class Reach:
 
     @property
     def exact(self) -> bool:
+        """Whether every step exists (the path replaces a value, creating nothing)."""
         return self.existing == self.total
 
     @property
     def missing(self) -> int:
+        """How many trailing map keys setting the path would create."""
         return self.total - self.existing
 
 
@@ -225,6 +233,11 @@ def _kind(node: Any) -> str:
 
 
 def get(doc: Any, path: Path, default: Any = None) -> Any:
+    """The value at ``path`` in ``doc``, or ``default`` where the path does not lead anywhere.
+
+    Never raises: callers use it for the old value of a trace and for what a Helm list holds,
+    where a missing path is an answer, not an error.
+    """
     node = doc
     for step in path.steps:
         try:

@@ -180,6 +180,11 @@ def _is_json(text: str) -> bool:
 
 
 def dump_file(f: YamlFile) -> str:
+    """The text of ``f`` after changes, in the file's own style.
+
+    A JSON file stays JSON; a YAML file keeps its indentation, document start marker, leading
+    comments and quoting, so the diff a team reviews shows only the values that changed.
+    """
     if f.json:
         return json.dumps(plain(f.docs[0]), indent=2, ensure_ascii=False) + "\n"
     y = _rt()
