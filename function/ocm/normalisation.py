@@ -286,39 +286,41 @@ def _header(comp: Mapping[str, Any], *, legacy: bool) -> dict[str, Any]:
 def _v4alpha1(doc: Mapping[str, Any]) -> dict[str, Any]:
     comp = _map(doc.get("component"))
     out = _header(comp, legacy=False)
-    resources = []
-    for r_raw in _list(comp.get("resources")):
-        r = _map(r_raw)
-        item = _element(r)
-        item["type"] = _str(r.get("type"))
-        item["relation"] = _str(r.get("relation"))
-        if r.get("digest") is not None and not _none_access(r):
-            item["digest"] = _digest_struct(r.get("digest"))
-        resources.append(item)
-    out["resources"] = resources
-    sources = []
-    for s_raw in _list(comp.get("sources")):
-        s = _map(s_raw)
-        item = _element(s)
-        item["type"] = _str(s.get("type"))
-        sources.append(item)
-    out["sources"] = sources
-    refs = []
-    for c_raw in _list(comp.get("componentReferences")):
-        c = _map(c_raw)
-        item = _element(c)
-        # The exclusion rules name "references", the v2 Go struct "componentReferences": the
-        # label rule never applies there, so a reference keeps all its labels (upstream code).
-        labels = [_label_struct(_map(lab)) for lab in _list(c.get("labels"))]
-        if labels:
-            item["labels"] = labels
-        else:
-            item.pop("labels", None)
-        item["componentName"] = _str(c.get("componentName"))
-        item["digest"] = _digest_struct(c.get("digest"))  # not a pointer: always present
-        refs.append(item)
-    out["componentReferences"] = refs
+    out["resources"] = [_v4alpha1_resource(_map(r)) for r in _list(comp.get("resources"))]
+    sources = map(_map, _list(comp.get("sources")))
+    out["sources"] = [{**_element(s), "type": _str(s.get("type"))} for s in sources]
+    out["componentReferences"] = [
+        _v4alpha1_reference(_map(c)) for c in _list(comp.get("componentReferences"))
+    ]
     return {"component": out}
+
+
+def _v4alpha1_resource(r: Mapping[str, Any]) -> dict[str, Any]:
+    item = {**_element(r), "type": _str(r.get("type")), "relation": _str(r.get("relation"))}
+    return _with_resource_digest(item, r)
+
+
+def _v4alpha1_reference(c: Mapping[str, Any]) -> dict[str, Any]:
+    item = _element(c)
+    # The exclusion rules name "references", the v2 Go struct "componentReferences": the
+    # label rule never applies there, so a reference keeps all its labels (upstream code).
+    labels = [_label_struct(_map(lab)) for lab in _list(c.get("labels"))]
+    if labels:
+        item["labels"] = labels
+    else:
+        item.pop("labels", None)
+    item["componentName"] = _str(c.get("componentName"))
+    item["digest"] = _digest_struct(c.get("digest"))  # not a pointer: always present
+    return item
+
+
+def _with_resource_digest(item: dict[str, Any], r: Mapping[str, Any]) -> dict[str, Any]:
+    """``item`` with the resource's declared digest, in both algorithms; a resource whose
+    access is none has no content, so its digest is left out.
+    """
+    if r.get("digest") is not None and not _none_access(r):
+        item["digest"] = _digest_struct(r.get("digest"))
+    return item
 
 
 def _legacy_extra_identity(resources: list[dict[str, Any]]) -> None:
@@ -337,7 +339,6 @@ def _legacy_extra_identity(resources: list[dict[str, Any]]) -> None:
             break
 
 
-# Deliberately alike (duplicates): each algorithm walks the elements as upstream does.
 def _v1(doc: Mapping[str, Any]) -> dict[str, Any]:
     comp = _map(doc.get("component"))
     meta = _map(doc.get("meta"))
@@ -348,31 +349,32 @@ def _v1(doc: Mapping[str, Any]) -> dict[str, Any]:
         r["version"] = _str(r.get("version"))
         r["extraIdentity"] = _identity(r.get("extraIdentity"))
     _legacy_extra_identity(raw_resources)
-    resources = []
-    for r in raw_resources:
-        item = _element(r, keep_null_value=True)
-        item.setdefault("extraIdentity", None)
-        item["type"] = _str(r.get("type"))
-        if r.get("relation"):
-            item["relation"] = _str(r.get("relation"))
-        if r.get("srcRef"):
-            item["srcRef"] = r.get("srcRef")
-        if r.get("digest") is not None and not _none_access(r):
-            item["digest"] = _digest_struct(r.get("digest"))
-        resources.append(item)
-    out["resources"] = resources
-    refs = []
-    for c_raw in _list(comp.get("componentReferences")):
-        c = _map(c_raw)
-        item = _element(c, keep_null_value=True)
-        item.setdefault("extraIdentity", None)
-        item["componentName"] = _str(c.get("componentName"))
-        if c.get("digest") is not None:
-            item["digest"] = _digest_struct(c.get("digest"))
-        refs.append(item)
-    out["componentReferences"] = refs
+    out["resources"] = [_v1_resource(r) for r in raw_resources]
+    out["componentReferences"] = [
+        _v1_reference(_map(c)) for c in _list(comp.get("componentReferences"))
+    ]
     schema = meta.get("schemaVersion", meta.get("configuredSchemaVersion"))
     return {"meta": {"schemaVersion": _str(schema)}, "component": out}
+
+
+def _v1_resource(r: Mapping[str, Any]) -> dict[str, Any]:
+    item = _element(r, keep_null_value=True)
+    item.setdefault("extraIdentity", None)
+    item["type"] = _str(r.get("type"))
+    if r.get("relation"):
+        item["relation"] = _str(r.get("relation"))
+    if r.get("srcRef"):
+        item["srcRef"] = r.get("srcRef")
+    return _with_resource_digest(item, r)
+
+
+def _v1_reference(c: Mapping[str, Any]) -> dict[str, Any]:
+    item = _element(c, keep_null_value=True)
+    item.setdefault("extraIdentity", None)
+    item["componentName"] = _str(c.get("componentName"))
+    if c.get("digest") is not None:
+        item["digest"] = _digest_struct(c.get("digest"))
+    return item
 
 
 # --------------------------------------------------------------------------- serialisations
