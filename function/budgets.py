@@ -20,8 +20,13 @@ from dataclasses import dataclass
 from function.errors import SackError
 
 
+# Deliberately alike (duplicates): named integers, as cache.py's counters are.
 @dataclass(frozen=True)
 class Budgets:
+    """Caps on the work one render may spend on tenant content, each set by its dashed name
+    (:func:`configure`).
+    """
+
     # nodes of one YAML/JSON document as parsed, and as expanded through aliases (the
     # largest real document, ~1,900 nodes: docs/security.md)
     yaml_nodes: int = 50_000

@@ -16,9 +16,9 @@ operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``
   content (a SHA-256 of the bytes, or a canonical JSON), never by name or time: new content
   is a new key, so an entry is never stale. The edge owns the tables and passes them
   explicitly (``memos=``) down the request path: ``CoreInput.memos`` into the core, and from
-  there to every step that memoises. ``memos=None`` is "no tables given": then the tables a
-  test bound with :meth:`Memos.active` are used, else nothing is memoised (the CLI, a bare
-  call); the request path never relies on that binding.
+  there to every step that memoises. ``memos=None`` means no tables: every call computes (the
+  CLI, a bare call). There is no ambient binding, so what a call memoises is visible in its
+  arguments.
 
 * :class:`Responses`, whole **serialized answers**, keyed by the content of the request the
   function reads (function/edge/reads.py) and kept with the short-lived facts they rest on (see
@@ -28,6 +28,12 @@ operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``
 Errors are never cached: invalid input is re-checked, and reported, on every call. What a
 memo returns must not be mutated (frozen models, the Flux mutation) or is a fresh copy
 (parsed YAML, which the engine edits in place).
+
+:class:`Lru` is hand-written rather than ``cachetools`` (8.0): a memo table is bounded by
+entries *and* bytes at once, where a ``cachetools`` cache has one ``maxsize`` measure, and
+``TTLCache`` neither says how long an entry stays fresh (:meth:`Cache.remaining`, which caps
+a kept answer's life) nor is it thread-safe without a lock around every call, which
+:class:`Lru` already is.
 """
 
 from __future__ import annotations
@@ -169,6 +175,7 @@ class Cache:
     :meth:`count_request`), for tests and metrics.
     """
 
+    # Deliberately alike (duplicates): budgets and state set up as Lru's are.
     def __init__(
         self,
         max_bytes: int = DEFAULT_MAX_BYTES,
@@ -315,8 +322,6 @@ _ENTRIES = {
     "integrity": 1024,
 }
 
-_ACTIVE: ContextVar[Memos | None] = ContextVar("sack8s_memos", default=None)
-
 
 class Memos:
     """The memo tables of one process (or one test), within ``max_bytes`` together."""
@@ -336,18 +341,6 @@ class Memos:
         self.mutations = self.tables["mutations"]
         self.versions = self.tables["versions"]
         self.digests = self.tables["digests"]
-
-    @contextlib.contextmanager
-    def active(self) -> Iterator[Memos]:
-        """Bind these tables for bare calls in this context (a test measuring memo hits of
-        ``parse_configdata`` or ``mutation_for`` called without ``memos=``); the edge passes
-        its tables explicitly instead.
-        """
-        token = _ACTIVE.set(self)
-        try:
-            yield self
-        finally:
-            _ACTIVE.reset(token)
 
     def digest_of(self, obj: Any, compute: Callable[[Any], bytes]) -> bytes:
         """``compute(obj)`` remembered per *object* (``is``), for inputs that are the same object
@@ -372,11 +365,6 @@ class Memos:
         return {t.name: t.snapshot() for t in self.tables.values()}
 
 
-def tables(memos: Memos | None) -> Memos | None:
-    """``memos`` as passed, or (None) the tables a test bound with :meth:`Memos.active`."""
-    return memos if memos is not None else _ACTIVE.get()
-
-
 def memo(
     table: str,
     key: Hashable | None,
@@ -384,11 +372,10 @@ def memo(
     size: Callable[[T], int],
     memos: Memos | None = None,
 ) -> T:
-    """``compute()``, memoised under ``key`` in ``table`` of ``memos`` (see :func:`tables`).
+    """``compute()``, memoised under ``key`` in ``table`` of ``memos``.
 
     ``key`` None (an input that cannot be keyed faithfully) or no tables: computed.
     """
-    memos = tables(memos)
     if memos is None or key is None:
         return compute()
     t = memos.tables[table]
@@ -426,7 +413,7 @@ class Facts:
 
 @contextlib.contextmanager
 def recording() -> Iterator[Facts]:
-    """Collect the facts of the answer computed inside (context-local, like the memos)."""
+    """Collect the facts of the answer computed inside (context-local)."""
     facts = Facts(seen=[])
     token = _FACTS.set(facts)
     try:

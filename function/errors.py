@@ -34,11 +34,16 @@ class SackError(Exception):
             self.reason = reason
 
 
+# Deliberately alike (duplicates): one small class per reason, so callers catch by kind.
 class InvalidClaim(SackError):
+    """The claim (XR spec) breaks the API: a field is missing, unknown or out of its bounds."""
+
     reason = "InvalidClaim"
 
 
 class InvalidPolicy(SackError):
+    """The function input (the ops team's Policy) is not a valid Policy."""
+
     reason = "InvalidFunctionInput"
 
 
@@ -49,6 +54,8 @@ class PolicyViolation(SackError):
 
 
 class InvalidConfigData(SackError):
+    """The component's ConfigData cannot be read or applied as written."""
+
     reason = "InvalidConfigData"
 
 

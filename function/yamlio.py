@@ -38,7 +38,7 @@ from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.tag import Tag
 
 from function import budgets
-from function.cache import Memos, digest, tables
+from function.cache import Memos, digest
 from function.errors import SackError
 
 try:  # libyaml's scanner and parser (ruamel.yaml.clib): the pure-Python one costs ~5 us a byte
@@ -381,7 +381,6 @@ def load_all(
     """
     if len(data) > max_bytes:
         _to_text(data, where, max_bytes)  # raises, naming the file
-    memos = tables(memos)
     if memos is None:
         return _load_all(data, where, max_bytes)
     key = (digest(data), max_bytes)

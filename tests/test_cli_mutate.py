@@ -30,16 +30,20 @@ def run(*args: str, stdin: str | None = None):
     return CliRunner().invoke(main, list(args), input=stdin, catch_exceptions=False)
 
 
+def with_config_data(cd: Path | str, root: Path | str, *args: str, stdin: str | None = None):
+    """``sack8s COMMAND --config-data CD --root ROOT ARGS...`` (``args[0]`` is the command)."""
+    return run(*args[:1], "--config-data", str(cd), "--root", str(root), *args[1:], stdin=stdin)
+
+
 def backend(*args: str, stdin: str | None = None):
-    return run(
-        *args[:1],
-        "--config-data",
-        str(BACKEND / "config.yaml"),
-        "--root",
-        str(BACKEND),
-        *args[1:],
-        stdin=stdin,
-    )
+    return with_config_data(BACKEND / "config.yaml", BACKEND, *args, stdin=stdin)
+
+
+def edited_backend(tmp_path: Path, old: str, new: str, *args: str, count: int = -1):
+    """:func:`backend` with the backend's ConfigData edited (``old`` replaced by ``new``)."""
+    cd = tmp_path / "cd.yaml"
+    cd.write_text((BACKEND / "config.yaml").read_text().replace(old, new, count))
+    return with_config_data(cd, BACKEND, *args)
 
 
 def assert_one_line_error(result, *fragments: str) -> None:
@@ -229,21 +233,17 @@ def test_schema_violation_in_user_values(tmp_path):
 
 
 def test_schema_violation_in_merged_values(tmp_path):
-    cd = tmp_path / "cd.yaml"
-    cd.write_text(
-        (BACKEND / "config.yaml").read_text().replace("replicas: 1\n", "replicas: one\n", 1)
-    )
     v = tmp_path / "v.yaml"
     v.write_text("{}\n")
-    r = run(
+    r = edited_backend(
+        tmp_path,
+        "replicas: 1\n",
+        "replicas: one\n",
         "configure",
-        "--config-data",
-        str(cd),
-        "--root",
-        str(BACKEND),
         "--values",
         str(v),
         "manifests/deploy.yaml",
+        count=1,
     )
     assert_one_line_error(
         r, "merged values (defaults + values).replicas: 'one' is not of type 'integer'"
@@ -251,12 +251,10 @@ def test_schema_violation_in_merged_values(tmp_path):
 
 
 def test_cue_config_data_is_refused():
-    r = run(
+    r = with_config_data(
+        DATA / "cue/config.yaml",
+        DATA / "cue",
         "localize",
-        "--config-data",
-        str(DATA / "cue/config.yaml"),
-        "--root",
-        str(DATA / "cue"),
         "--component",
         str(BACKEND / "component-descriptor.yaml"),
         "deployment.yaml",
@@ -272,12 +270,10 @@ def test_cue_rule_is_refused(tmp_path):
     cd.write_text(
         "apiVersion: config.ocm.software/v1alpha1\n" + (DATA / "cue/config.yaml").read_text()
     )
-    r = run(
+    r = with_config_data(
+        cd,
+        DATA / "cue",
         "localize",
-        "--config-data",
-        str(cd),
-        "--root",
-        str(DATA / "cue"),
         "--component",
         str(BACKEND / "component-descriptor.yaml"),
         "deployment.yaml",
@@ -289,18 +285,11 @@ def test_cue_rule_is_refused(tmp_path):
 
 
 def test_unsupported_spiff_expression(tmp_path):
-    cd = tmp_path / "cd.yaml"
-    cd.write_text(
-        (BACKEND / "config.yaml")
-        .read_text()
-        .replace("(( replicas ))", '(( join(", ", replicas) ))')
-    )
-    r = run(
+    r = edited_backend(
+        tmp_path,
+        "(( replicas ))",
+        '(( join(", ", replicas) ))',
         "configure",
-        "--config-data",
-        str(cd),
-        "--root",
-        str(BACKEND),
         "--values",
         str(BACKEND / "values.yaml"),
         "manifests/deploy.yaml",
@@ -315,17 +304,12 @@ def test_unsupported_spiff_expression(tmp_path):
 
 
 def test_supported_spiff_arithmetic_through_the_cli(tmp_path):
-    cd = tmp_path / "cd.yaml"
-    cd.write_text(
-        (BACKEND / "config.yaml").read_text().replace("(( replicas ))", "(( replicas + 1 ))")
-    )
-    r = run(
+    r = edited_backend(
+        tmp_path,
+        "(( replicas ))",
+        "(( replicas + 1 ))",
         "configure",
         "-v",
-        "--config-data",
-        str(cd),
-        "--root",
-        str(BACKEND),
         "--values",
         str(BACKEND / "values.yaml"),
         "manifests/deploy.yaml",
@@ -335,18 +319,11 @@ def test_supported_spiff_arithmetic_through_the_cli(tmp_path):
 
 
 def test_bad_path_names_rule_field_and_file(tmp_path):
-    cd = tmp_path / "cd.yaml"
-    cd.write_text(
-        (BACKEND / "config.yaml")
-        .read_text()
-        .replace("path: spec.replicas", "path: spec.replicas.x")
-    )
-    r = run(
+    r = edited_backend(
+        tmp_path,
+        "path: spec.replicas",
+        "path: spec.replicas.x",
         "configure",
-        "--config-data",
-        str(cd),
-        "--root",
-        str(BACKEND),
         "--values",
         str(BACKEND / "values.yaml"),
         "manifests/deploy.yaml",
@@ -359,16 +336,11 @@ def test_bad_path_names_rule_field_and_file(tmp_path):
 
 
 def test_out_of_range_index(tmp_path):
-    cd = tmp_path / "cd.yaml"
-    cd.write_text(
-        (BACKEND / "config.yaml").read_text().replace("containers[0].image", "containers[3].image")
-    )
-    r = run(
+    r = edited_backend(
+        tmp_path,
+        "containers[0].image",
+        "containers[3].image",
         "localize",
-        "--config-data",
-        str(cd),
-        "--root",
-        str(BACKEND),
         "--component",
         str(BACKEND / "component-descriptor.yaml"),
         "manifests/deploy.yaml",
@@ -381,14 +353,11 @@ def test_out_of_range_index(tmp_path):
 
 
 def test_missing_resource(tmp_path):
-    cd = tmp_path / "cd.yaml"
-    cd.write_text((BACKEND / "config.yaml").read_text().replace("name: image", "name: picture"))
-    r = run(
+    r = edited_backend(
+        tmp_path,
+        "name: image",
+        "name: picture",
         "localize",
-        "--config-data",
-        str(cd),
-        "--root",
-        str(BACKEND),
         "--component",
         str(BACKEND / "component-descriptor.yaml"),
         "manifests/deploy.yaml",
@@ -543,12 +512,10 @@ def test_fixture_chart_values_repository_without_registry_is_refused(fixtures_di
 
 
 def test_local_blob_without_registry_is_a_clear_error(fixtures_dir):
-    r = run(
+    r = with_config_data(
+        fixtures_dir / "inputs/config/config.yaml",
+        fixtures_dir / "inputs/chart/podinfo",
         "localize",
-        "--config-data",
-        str(fixtures_dir / "inputs/config/config.yaml"),
-        "--root",
-        str(fixtures_dir / "inputs/chart/podinfo"),
         "--component",
         str(fixtures_dir / "descriptors/copied-default-6.2.0.json"),
         "values.yaml",
@@ -626,35 +593,29 @@ def test_real_subprocess(tmp_path):
 
 def test_invalid_yaml_file_and_values(tmp_path):
     (tmp_path / "bad.yaml").write_text("a: [\n")
-    r = run(
+    r = with_config_data(
+        BACKEND / "config.yaml",
+        tmp_path,
         "configure",
-        "--config-data",
-        str(BACKEND / "config.yaml"),
-        "--root",
-        str(tmp_path),
         "--values",
         str(BACKEND / "values.yaml"),
         "bad.yaml",
     )
     assert_one_line_error(r, "bad.yaml: is not valid YAML at line 2")
-    r = run(
+    r = with_config_data(
+        BACKEND / "config.yaml",
+        BACKEND,
         "configure",
-        "--config-data",
-        str(BACKEND / "config.yaml"),
-        "--root",
-        str(BACKEND),
         "--values",
         str(tmp_path / "bad.yaml"),
         "manifests/deploy.yaml",
     )
     assert_one_line_error(r, "bad.yaml: is not valid YAML")
     (tmp_path / "list.yaml").write_text("- a\n")
-    r = run(
+    r = with_config_data(
+        BACKEND / "config.yaml",
+        BACKEND,
         "configure",
-        "--config-data",
-        str(BACKEND / "config.yaml"),
-        "--root",
-        str(BACKEND),
         "--values",
         str(tmp_path / "list.yaml"),
         "manifests/deploy.yaml",
@@ -695,12 +656,10 @@ def test_absolute_file_inside_root_and_as_override(tmp_path):
     assert r.exit_code == 0 and "This is a test message Pipeline Backend" in r.stdout
     copy = tmp_path / "cm-copy.yaml"
     copy.write_text((BACKEND / "manifests/configmap.yaml").read_text())
-    r = run(
+    r = with_config_data(
+        BACKEND / "config.yaml",
+        tmp_path,
         "configure",
-        "--config-data",
-        str(BACKEND / "config.yaml"),
-        "--root",
-        str(tmp_path),
         "--values",
         str(BACKEND / "values.yaml"),
         "--as",
@@ -767,12 +726,10 @@ def test_engine_findings_go_to_stderr(tmp_path):
         "configuration:\n  defaults: {unused: (( nothere )), list: [x, y]}\n  rules:\n"
         "  - {value: (( name )), file: manifests/configmap.yaml, path: data.NAME}\n"
     )
-    r = run(
+    r = with_config_data(
+        cd,
+        BACKEND,
         "configure",
-        "--config-data",
-        str(cd),
-        "--root",
-        str(BACKEND),
         "--values",
         str(BACKEND / "values.yaml"),
         "manifests/configmap.yaml",

@@ -11,6 +11,7 @@ import pytest
 from function.configdata.fluxmutation import FluxMutation, Trace, mutation_for
 from function.errors import InvalidConfigData, UnsupportedRule
 from function.ocm.descriptor import parse_descriptor
+from function.ocm.images import image_table
 from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
 
 DATA = Path(__file__).parent / "data" / "configdata"
@@ -54,7 +55,13 @@ def test_fixture_kustomize_by_reference(fixtures_dir, kustomize_files, config):
         fixtures_dir, "by-ref-6.2.0.json", Repository("127.0.0.1:5000", "source", plain_http=True)
     )
     m = mutation_for(
-        "kustomize", config, cv, kustomize_files, {"replicas": 3}, configdata_name="config"
+        "kustomize",
+        config,
+        cv,
+        kustomize_files,
+        {"replicas": 3},
+        configdata_name="config",
+        images=image_table(cv),
     )
     image = f"127.0.0.1:5000/upstream/podinfo@{D}"
     assert [json.loads(p["patch"]) for p in m.kustomize_patches] == [
@@ -97,7 +104,7 @@ def test_fixture_helm_local_blob(fixtures_dir, config):
     files = {
         p.relative_to(chart).as_posix(): p.read_bytes() for p in chart.rglob("*") if p.is_file()
     }
-    m = mutation_for("helm", config, cv, files, None)
+    m = mutation_for("helm", config, cv, files, None, images=image_table(cv))
     assert m.helm_values == {
         "image": {
             "repository": "target/component-descriptors/acme.org/sack8s/podinfo",
@@ -125,7 +132,9 @@ def test_helm_values_rule_with_a_list_carries_the_whole_list():
         "  - {value: x, file: values.yaml, path: 'podAnnotations[\"a.b/c\"]'}\n"
     )
     values = b"replicaCount: 1\nports:\n  - {name: http, port: 80}\n  - {name: admin, port: 81}\n"
-    m = mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": values}, {})
+    m = mutation_for(
+        "helm", cd.encode(), tiny_cv(), {"values.yaml": values}, {}, images=image_table(tiny_cv())
+    )
     assert m.helm_values == {
         "ports": [{"name": "http", "port": 80}, {"name": "admin", "port": 8080}],
         "replicaCount": 2,
@@ -140,7 +149,12 @@ def test_helm_rule_on_a_template_is_an_error():
     )
     with pytest.raises(InvalidConfigData) as e:
         mutation_for(
-            "helm", cd.encode(), tiny_cv(), {"templates/deployment.yaml": b"spec: {}\n"}, {}
+            "helm",
+            cd.encode(),
+            tiny_cv(),
+            {"templates/deployment.yaml": b"spec: {}\n"},
+            {},
+            images=image_table(tiny_cv()),
         )
     assert "target values.yaml" in str(e.value) and "configuration.rules[0]" in str(e.value)
 
@@ -170,6 +184,7 @@ def test_helm_release_file_values_map_onto_ours():
         tiny_cv(),
         {"helm_release.yaml": HELM_RELEASE, "values.yaml": b"{}\n"},
         {"replicas": 4},
+        images=image_table(tiny_cv()),
     )
     assert m.helm_values == {"image": {"ref": f"r.io:5000/team/app@{D}"}, "replicaCount": 4}
     assert m.trace[1].old == 1
@@ -181,7 +196,14 @@ def test_helm_release_other_paths_are_an_error():
         + "localization:\n- {file: helm_release.yaml, tag: spec.chart.spec.version, resource: {name: image}}\n"
     )
     with pytest.raises(InvalidConfigData) as e:
-        mutation_for("helm", cd.encode(), tiny_cv(), {"helm_release.yaml": HELM_RELEASE}, None)
+        mutation_for(
+            "helm",
+            cd.encode(),
+            tiny_cv(),
+            {"helm_release.yaml": HELM_RELEASE},
+            None,
+            images=image_table(tiny_cv()),
+        )
     assert "only spec.values.* maps onto the composed HelmRelease" in str(e.value)
     assert "localization[0].tag (file helm_release.yaml)" in str(e.value)
 
@@ -200,7 +222,7 @@ def test_upstream_canonical_helm_example_is_refused_for_its_cue_rule():
     )
     cv = ComponentVersion(Descriptor("a.org/x", "1", "a", (chart,)), None, "sha256:" + "0" * 64)
     with pytest.raises(UnsupportedRule) as e:
-        mutation_for("helm", cd.encode(), cv, {}, None)
+        mutation_for("helm", cd.encode(), cv, {}, None, images=image_table(cv))
     assert "localization[1]" in str(e.value) and "CUE" in str(e.value)
 
 
@@ -211,7 +233,7 @@ def test_cue_example_from_upstream_is_refused():
     files = {"deployment.yaml": (DATA / "cue" / "deployment.yaml").read_bytes()}
     for cd in (verbatim, b"apiVersion: config.ocm.software/v1alpha1\n" + verbatim):
         with pytest.raises(UnsupportedRule) as e:
-            mutation_for("kustomize", cd, tiny_cv(), files, None)
+            mutation_for("kustomize", cd, tiny_cv(), files, None, images=image_table(tiny_cv()))
         assert (
             "ConfigData localization[0] (file deployment.yaml): CUE 'mapping' rules are not supported"
             in str(e.value)
@@ -219,7 +241,14 @@ def test_cue_example_from_upstream_is_refused():
 
 
 def test_no_rule_applies_is_a_warning(kustomize_files, config):
-    m = mutation_for("kustomize", config, tiny_cv(), {"other.yaml": b"a: 1\n"}, None)
+    m = mutation_for(
+        "kustomize",
+        config,
+        tiny_cv(),
+        {"other.yaml": b"a: 1\n"},
+        None,
+        images=image_table(tiny_cv()),
+    )
     assert m.trace == () and len(m.skipped) == 5
     assert len(m.warnings) == 1 and "none of its 5 substitutions addresses a file" in m.warnings[0]
 
@@ -243,7 +272,12 @@ spec:
 
 def kz(rules: str, files: dict[str, bytes]) -> FluxMutation:
     return mutation_for(
-        "kustomize", (HDR + "configuration:\n  rules:\n" + rules).encode(), tiny_cv(), files, {}
+        "kustomize",
+        (HDR + "configuration:\n  rules:\n" + rules).encode(),
+        tiny_cv(),
+        files,
+        {},
+        images=image_table(tiny_cv()),
     )
 
 
@@ -316,15 +350,18 @@ def test_kustomize_images_rewrite_is_an_error():
         + "localization:\n- {file: d.yaml, image: 'spec.template.spec.containers[0].image', resource: {name: image}}\n"
     )
     with pytest.raises(InvalidConfigData) as e:
-        mutation_for("kustomize", cd.encode(), tiny_cv(), files, None)
+        mutation_for(
+            "kustomize", cd.encode(), tiny_cv(), files, None, images=image_table(tiny_cv())
+        )
     assert "images: entry for 'ghcr.io/a/app'" in str(
         e.value
     ) and "remove that images: entry" in str(e.value)
 
 
 def test_unknown_flavour():
+    c = tiny_cv()
     with pytest.raises(ValueError):
-        mutation_for("argo", HDR.encode(), tiny_cv(), {}, None)  # type: ignore[arg-type]
+        mutation_for("argo", HDR.encode(), c, {}, None, images=image_table(c))  # type: ignore[arg-type]
 
 
 def test_backend_example_as_kustomize_tar():
@@ -335,6 +372,7 @@ def test_backend_example_as_kustomize_tar():
         tiny_cv(),
         files,
         {"message": "This is a test message Pipeline Backend"},
+        images=image_table(tiny_cv()),
     )
     assert [(t.rule, t.file, t.path) for t in m.trace] == [
         ("localization[0]", "manifests/deploy.yaml", "spec.template.spec.containers[0].image"),
@@ -358,6 +396,7 @@ def test_errors_name_the_configdata_resource():
             {"values.yaml": b"a: 1\n"},
             {},
             configdata_name="ConfigData resource config of acme.org/app:1",
+            images=image_table(tiny_cv()),
         )
     assert str(e.value).startswith(
         "ConfigData resource config of acme.org/app:1 configuration.rules[0].value"
@@ -366,14 +405,23 @@ def test_errors_name_the_configdata_resource():
 
 def test_empty_chart_values_file():
     cd = HDR + "configuration:\n  rules:\n  - {value: 2, file: values.yaml, path: replicaCount}\n"
-    m = mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b""}, {})
+    m = mutation_for(
+        "helm", cd.encode(), tiny_cv(), {"values.yaml": b""}, {}, images=image_table(tiny_cv())
+    )
     assert m.helm_values == {"replicaCount": 2}
 
 
 def test_unreadable_target_file_names_the_rule():
     cd = HDR + "configuration:\n  rules:\n  - {value: 2, file: values.yaml, path: replicaCount}\n"
     with pytest.raises(Exception) as e:
-        mutation_for("helm", cd.encode(), tiny_cv(), {"values.yaml": b"a: [\n"}, {})
+        mutation_for(
+            "helm",
+            cd.encode(),
+            tiny_cv(),
+            {"values.yaml": b"a: [\n"},
+            {},
+            images=image_table(tiny_cv()),
+        )
     assert str(e.value).startswith(
         "ConfigData configuration.rules[0].path (file values.yaml): is not valid YAML"
     )
@@ -398,6 +446,7 @@ def test_engine_findings_become_the_mutations_warnings_naming_the_resource():
         {"replicas": "two"},
         configdata_name=name,
         schema_violations="Warning",
+        images=image_table(tiny_cv()),
     )
     assert m.helm_values == {"replicaCount": "two", "nameOverride": "subst-1"}
     assert [w.split(":", 1)[0] for w in m.warnings] == [
@@ -418,6 +467,7 @@ def test_engine_findings_become_the_mutations_warnings_naming_the_resource():
             {"values.yaml": b"replicaCount: 1\n"},
             {"replicas": "two"},
             configdata_name=name,
+            images=image_table(tiny_cv()),
         )
     assert str(e.value).startswith(
         f"{name} configuration.schema: values.replicas: 'two' is not of type 'integer'"
@@ -429,6 +479,11 @@ def test_a_carried_list_keeps_what_helm_reads_in_values_yaml():
     # and 0777 is 511; the list the HelmRelease carries must not turn them into "no" and 777
     cd = HDR + "configuration:\n  rules:\n  - {value: xx, file: values.yaml, path: 'codes[0]'}\n"
     m = mutation_for(
-        "helm", cd.encode(), tiny_cv(), {"values.yaml": b"codes: [de, no, 'no', 0777, y, ok]\n"}, {}
+        "helm",
+        cd.encode(),
+        tiny_cv(),
+        {"values.yaml": b"codes: [de, no, 'no', 0777, y, ok]\n"},
+        {},
+        images=image_table(tiny_cv()),
     )
     assert m.helm_values == {"codes": ["xx", False, "no", 511, True, "ok"]}

@@ -189,7 +189,8 @@ def test_localblob_tag_comes_from_reference_name():
         MappingProxyType({}),
     )
     c = cv(blob)
-    loc = plan_localization(cd(ALL), c)  # the packaging contract: REPO@localReference
+    # the packaging contract: REPO@localReference
+    loc = plan_localization(cd(ALL), c, image_table(c))
     values = {s.field: s.value for s in loc.substitutions}
     assert values["image"] == f"r.io/component-descriptors/acme.org/app@{D}"
     assert values["tag"] == f"6.2.0@{D}"
@@ -202,7 +203,8 @@ def test_localblob_tag_comes_from_reference_name():
         {**blob.access, "referenceName": "upstream/podinfo"},
         MappingProxyType({}),
     )
-    loc = plan_localization(cd(ALL), cv(nameless))
+    c = cv(nameless)
+    loc = plan_localization(cd(ALL), c, image_table(c))
     assert [d.field for d in image_pair_defects(loc.substitutions)] == ["tag"]
 
 
@@ -286,8 +288,11 @@ def test_locate_errors_name_the_rule():
 
 def test_default_image_table_uses_the_packaging_contract():
     r = image("img", f"http://127.0.0.1:5000/upstream/podinfo:6.2.0@{D}")
-    assert image_table(cv(r))["img"].reference == f"127.0.0.1:5000/upstream/podinfo:6.2.0@{D}"
-    loc = plan_localization(cd("- file: d.yaml\n  resource: {name: img}\n  image: x\n"), cv(r))
+    c = cv(r)
+    assert image_table(c)["img"].reference == f"127.0.0.1:5000/upstream/podinfo:6.2.0@{D}"
+    loc = plan_localization(
+        cd("- file: d.yaml\n  resource: {name: img}\n  image: x\n"), c, image_table(c)
+    )
     assert loc.substitutions[0].value == f"127.0.0.1:5000/upstream/podinfo@{D}"
 
 

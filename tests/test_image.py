@@ -49,7 +49,6 @@ import subprocess
 import sys
 import tarfile
 import time
-import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,8 +68,8 @@ from support.oci_env import (
     registry_bin,
 )
 from support.registry import RegistryServer, free_port
-from support.tlsca import client_cert, make_pki
-from test_soak import CONCURRENCY, SOAK_ARGS, drive, mix, request, soak
+from support.tlsca import client_cert, make_pki, tls_certs_dir
+from test_soak import CONCURRENCY, SOAK_ARGS, drive, mix, request, rss_kib, scrape, soak
 
 from function.edge.fn import FunctionRunner
 from function.edge.render import claim_to_xr, input_from_composition, load_docs, render
@@ -202,17 +201,10 @@ class Container:
         return self.podman.inspect(self.name, "{{.State.Running}}") == "true"
 
     def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.pid()}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmRSS")
+        return rss_kib(self.pid())
 
     def metrics(self) -> str:
-        return (
-            urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5)
-            .read()
-            .decode()
-        )
+        return scrape(self.metrics_port)
 
     def output(self) -> str:
         out = self.podman("logs", self.name, check=False)
@@ -271,11 +263,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
     root = tmp_path_factory.mktemp("mtls")
     pki = make_pki(root / "pki", name="sack8s function CA")  # server certificate for 127.0.0.1
     crt, key = client_cert(pki, root / "client", "crossplane")
-    certs = root / "certs"
-    certs.mkdir()
-    (certs / "tls.crt").write_bytes(pki.cert_file.read_bytes())
-    (certs / "tls.key").write_bytes(pki.key_file.read_bytes())
-    (certs / "ca.crt").write_text(pki.ca_pem)
+    certs = tls_certs_dir(pki, root / "certs")
     for p in (certs, *certs.iterdir()):  # readable by the container's user (a throw-away key)
         p.chmod(0o755 if p.is_dir() else 0o644)
     return Tls(

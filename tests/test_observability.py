@@ -159,6 +159,22 @@ def test_metrics_address_validation() -> None:
     assert out.returncode == 2 and "--metrics-address" in out.stderr
 
 
+def _serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """``sack8s serve --insecure`` on ``port``, in ``env`` (where SACK8S_METRICS_ADDRESS may be)."""
+    return subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("sack8s")),
+            "serve",
+            "--insecure",
+            "--address",
+            f"127.0.0.1:{port}",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def test_serve_exposes_metrics_only_when_asked(tmp_path: Path) -> None:
     # Through the flag (test_soak.Server always passes --metrics-address).
     server = Server(["--insecure"]).start(tmp_path)
@@ -185,18 +201,7 @@ def test_serve_exposes_metrics_only_when_asked(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, metrics.ENV_ADDRESS: f"127.0.0.1:{port}"}
     gport = free_port()
-    proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("sack8s")),
-            "serve",
-            "--insecure",
-            "--address",
-            f"127.0.0.1:{gport}",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = _serve(gport, env)
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -213,18 +218,7 @@ def test_serve_exposes_metrics_only_when_asked(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(10)
     env.pop(metrics.ENV_ADDRESS)
-    proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("sack8s")),
-            "serve",
-            "--insecure",
-            "--address",
-            f"127.0.0.1:{gport}",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = _serve(gport, env)
     try:
         time.sleep(2)
         with pytest.raises(OSError):

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from test_configdata_fluxmutation import tiny_cv
 
 from function.api.claim import Spec
 from function.cache import Cache, Lru, Memos, digest, files_digest
@@ -27,7 +28,8 @@ from function.edge.fn import parse_policy
 from function.edge.render import input_from_composition, load_docs
 from function.edge.sources import SourceFactory, claim_repository
 from function.errors import InvalidConfigData, InvalidValues
-from function.ocm.model import ComponentVersion, Descriptor, Repository, Resource
+from function.ocm.images import image_table
+from function.ocm.model import ComponentVersion
 from function.yamlio import YamlError, load_all
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,28 +37,17 @@ DATA = Path(__file__).parent / "data" / "configdata" / "backend"
 D = "sha256:" + "11342fe5f5b1c4cdbb90bbff3033e909cb45cfd1a87d2323587e2e914f90ddf1"
 
 
-@pytest.fixture(autouse=True)
-def memos():
-    """Memo tables bound as the edge binds them for a request (nothing is memoised unbound)."""
-    m = Memos()
-    with m.active():
-        yield m
+@pytest.fixture
+def memos() -> Memos:
+    """Memo tables as the edge owns them, passed explicitly (nothing is memoised without)."""
+    return Memos()
 
 
 def cv(
     ref: str = f"r.io:5000/team/app:1@{D}", digest: str = "sha256:" + "0" * 64
 ) -> ComponentVersion:
-    img = Resource(
-        "image",
-        "1",
-        "ociImage",
-        "external",
-        {"type": "ociArtifact", "imageReference": ref},
-        MappingProxyType({}),
-    )
-    return ComponentVersion(
-        Descriptor("acme.org/app", "1", "acme", (img,)), Repository("r.io:5000"), digest
-    )
+    """The fluxmutation tests' one-image component, under the descriptor digest ``digest``."""
+    return dataclasses.replace(tiny_cv(ref), descriptor_digest=digest)
 
 
 CONFIG = """apiVersion: config.ocm.software/v1alpha1
@@ -98,13 +89,37 @@ def patches(m) -> list[Any]:
 
 def test_mutation_is_memoised_and_equal_to_a_fresh_computation(memos):
     files = {"deploy.yaml": DEPLOY.encode()}
-    first = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
+    first = mutation_for(
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        files,
+        {"replicas": 3},
+        memos=memos,
+        images=image_table(cv()),
+    )
     hits = memos.mutations.stats.hits
-    again = mutation_for("kustomize", CONFIG.encode(), cv(), dict(files), {"replicas": 3})
+    again = mutation_for(
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        dict(files),
+        {"replicas": 3},
+        memos=memos,
+        images=image_table(cv()),
+    )
     assert again is first  # served from the memo (equal component, same content)
     assert memos.mutations.stats.hits == hits + 1
     memos.clear()
-    fresh = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
+    fresh = mutation_for(
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        files,
+        {"replicas": 3},
+        memos=memos,
+        images=image_table(cv()),
+    )
     assert fresh == first and fresh is not first
 
 
@@ -113,16 +128,28 @@ def test_a_mutation_evicted_as_an_object_is_unpacked_equal(memos):
     seen lately gets exactly what recomputing would give, without recomputing it.
     """
     files = {"deploy.yaml": DEPLOY.encode()}
-    first = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
+
+    def mutate(values: dict[str, Any]) -> Any:
+        return mutation_for(
+            "kustomize",
+            CONFIG.encode(),
+            cv(),
+            files,
+            values,
+            memos=memos,
+            images=image_table(cv()),
+        )
+
+    first = mutate({"replicas": 3})
     packed = memos.tables["packed_mutations"]
     assert len(packed) == 1
     memos.mutations.clear()  # evicted as an object, still packed
     hits = packed.stats.hits
-    again = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
+    again = mutate({"replicas": 3})
     assert packed.stats.hits == hits + 1
     assert again == first and again is not first
-    assert mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3}) is again
-    other = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 4})
+    assert mutate({"replicas": 3}) is again
+    other = mutate({"replicas": 4})
     assert other != first and len(packed) == 2  # other values: another entry
 
 
@@ -140,7 +167,15 @@ def test_a_mutation_evicted_as_an_object_is_unpacked_equal(memos):
 )
 def test_mutation_changes_with_every_input(change: str, memos):
     files = {"deploy.yaml": DEPLOY.encode()}
-    base = mutation_for("kustomize", CONFIG.encode(), cv(), files, {"replicas": 3})
+    base = mutation_for(
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        files,
+        {"replicas": 3},
+        memos=memos,
+        images=image_table(cv()),
+    )
     args: dict[str, Any] = {
         "configdata": CONFIG.encode(),
         "component": cv(),
@@ -174,15 +209,29 @@ def test_mutation_changes_with_every_input(change: str, memos):
                 args["files"],
                 args["values"],
                 configdata_name=name,
+                memos=memos,
+                images=image_table(args["component"]),
             )
         return
     got = mutation_for(
-        "kustomize", args["configdata"], args["component"], args["files"], args["values"]
+        "kustomize",
+        args["configdata"],
+        args["component"],
+        args["files"],
+        args["values"],
+        memos=memos,
+        images=image_table(args["component"]),
     )
     assert got != base
     memos.clear()
     assert got == mutation_for(
-        "kustomize", args["configdata"], args["component"], args["files"], args["values"]
+        "kustomize",
+        args["configdata"],
+        args["component"],
+        args["files"],
+        args["values"],
+        memos=memos,
+        images=image_table(args["component"]),
     )
 
 
@@ -192,21 +241,36 @@ def test_the_schema_violations_policy_is_part_of_the_mutation_key(memos):
     files = {"deploy.yaml": DEPLOY.encode()}
     bad = {"replicas": "three"}
     warned = mutation_for(
-        "kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning"
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        files,
+        bad,
+        schema_violations="Warning",
+        memos=memos,
+        images=image_table(cv()),
     )
     assert any("is not of type 'integer'" in w for w in warned.warnings)
     assert len(memos.mutations) == 1
     with pytest.raises(InvalidValues, match="values.replicas: 'three' is not of type 'integer'"):
-        mutation_for("kustomize", CONFIG.encode(), cv(), files, bad)
+        mutation_for(
+            "kustomize", CONFIG.encode(), cv(), files, bad, memos=memos, images=image_table(cv())
+        )
     again = mutation_for(
-        "kustomize", CONFIG.encode(), cv(), files, bad, schema_violations="Warning"
+        "kustomize",
+        CONFIG.encode(),
+        cv(),
+        files,
+        bad,
+        schema_violations="Warning",
+        memos=memos,
+        images=image_table(cv()),
     )
     assert again is warned
 
 
 def test_values_that_json_cannot_tell_apart_are_not_memoised_together():
     from function.configdata.fluxmutation import MutationInput, _memo_key
-    from function.ocm.images import image_table
 
     def key(values: Any) -> Any:
         c = cv()
@@ -232,7 +296,15 @@ def test_errors_are_never_cached(memos):
     files = {"deploy.yaml": DEPLOY.encode()}
     for _ in range(2):
         with pytest.raises(InvalidValues):
-            mutation_for("kustomize", bad, cv(), files, {"replicas": 3})
+            mutation_for(
+                "kustomize",
+                bad,
+                cv(),
+                files,
+                {"replicas": 3},
+                memos=memos,
+                images=image_table(cv()),
+            )
     assert len(memos.mutations) == 0
 
 
@@ -244,7 +316,7 @@ def test_a_cached_mutation_is_not_changed_by_its_users():
     xr = load_docs([REPO / "examples/xr-kustomize.yaml"])[0]
     policy = input_from_composition(load_docs([REPO / "examples/composition.yaml"])[0], "c")
     policy["mirrors"][0]["path"] = str(REPO / policy["mirrors"][0]["path"])
-    runner = FunctionRunner()  # owns its memo tables, bound while it serves a request
+    runner = FunctionRunner()  # owns its memo tables and passes them down every request
     outs = [asyncio.run(render(xr, policy, runner=runner)).yaml() for _ in range(3)]
     assert outs[0] == outs[1] == outs[2]
     assert runner.memos.mutations.stats.hits >= 2
@@ -253,64 +325,68 @@ def test_a_cached_mutation_is_not_changed_by_its_users():
 # -- parsing memos ---------------------------------------------------------------------------
 
 
-def test_configdata_model_follows_content():
-    a = parse_configdata(CONFIG.encode(), "cd")
-    assert parse_configdata(CONFIG.encode(), "cd") is a
-    b = parse_configdata(CONFIG.replace("hello", "bonjour").encode(), "cd")
+def test_configdata_model_follows_content(memos):
+    a = parse_configdata(CONFIG.encode(), "cd", memos)
+    assert parse_configdata(CONFIG.encode(), "cd", memos) is a
+    b = parse_configdata(CONFIG.replace("hello", "bonjour").encode(), "cd", memos)
     assert b is not a and b.configuration.defaults["message"] == "bonjour"
     for _ in range(2):  # an invalid file is refused every time, naming the file
         with pytest.raises(InvalidConfigData, match="cd"):
-            parse_configdata(CONFIG.replace("ConfigData", "Other").encode(), "cd")
+            parse_configdata(CONFIG.replace("ConfigData", "Other").encode(), "cd", memos)
 
 
-def test_validator_follows_the_schema():
+def test_validator_follows_the_schema(memos):
     s1 = {"type": "object", "properties": {"a": {"type": "integer"}}}
-    assert validator_for(s1) is validator_for(json.loads(json.dumps(s1)))
+    assert validator_for(s1, memos) is validator_for(json.loads(json.dumps(s1)), memos)
     s2 = {"type": "object", "properties": {"a": {"type": "string"}}}
-    assert validator_for(s2) is not validator_for(s1)
-    assert not validator_for(s2).is_valid({"a": 1})
+    assert validator_for(s2, memos) is not validator_for(s1, memos)
+    assert not validator_for(s2, memos).is_valid({"a": 1})
 
 
-def test_round_trip_files_are_fresh_copies_and_follow_content():
-    f1 = load_file(DEPLOY, "deploy.yaml")
+def test_round_trip_files_are_fresh_copies_and_follow_content(memos):
+    f1 = load_file(DEPLOY, "deploy.yaml", memos=memos)
     f1.docs[0]["spec"]["replicas"] = 99
-    f2 = load_file(DEPLOY, "deploy.yaml")
+    f2 = load_file(DEPLOY, "deploy.yaml", memos=memos)
     assert f2.docs[0]["spec"]["replicas"] == 1  # the memo is not touched by an edit
     assert dump_file(f2) == DEPLOY  # comments and quotes survive the copy
-    f3 = load_file(DEPLOY.replace("replicas: 1", "replicas: 2"), "deploy.yaml")
+    f3 = load_file(DEPLOY.replace("replicas: 1", "replicas: 2"), "deploy.yaml", memos=memos)
     assert f3.docs[0]["spec"]["replicas"] == 2
     with pytest.raises(YamlError):
-        load_file("a: [", "broken.yaml")
+        load_file("a: [", "broken.yaml", memos=memos)
     with pytest.raises(YamlError):
-        load_file("a: [", "broken.yaml")
+        load_file("a: [", "broken.yaml", memos=memos)
 
 
 def test_applying_to_a_copy_equals_applying_to_a_fresh_parse(memos):
     from function.configdata.engine import plan
 
-    cd = parse_configdata(CONFIG.encode())
-    p = plan(cd, component=cv(), values={"replicas": 5})
+    cd = parse_configdata(CONFIG.encode(), memos=memos)
+    c = cv()
+    p = plan(cd, component=c, values={"replicas": 5}, images=image_table(c), memos=memos)
     outs = []
     for _ in range(2):
         memos.yaml_files.clear() if not outs else None
-        f = load_file(DEPLOY, "deploy.yaml")
+        f = load_file(DEPLOY, "deploy.yaml", memos=memos)
         for sub in p.substitutions:
             apply(f, sub)
         outs.append(dump_file(f))
     assert outs[0] == outs[1] and "replicas: 5" in outs[0]
 
 
-def test_plain_yaml_streams_are_fresh_copies():
-    a = load_all("a: {b: [1, 2]}\n---\nc: 1\n", "x")
+def test_plain_yaml_streams_are_fresh_copies(memos):
+    a = load_all("a: {b: [1, 2]}\n---\nc: 1\n", "x", memos=memos)
     a[0]["a"]["b"].append(3)
-    assert load_all("a: {b: [1, 2]}\n---\nc: 1\n", "x") == [{"a": {"b": [1, 2]}}, {"c": 1}]
+    assert load_all("a: {b: [1, 2]}\n---\nc: 1\n", "x", memos=memos) == [
+        {"a": {"b": [1, 2]}},
+        {"c": 1},
+    ]
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
         for i in range(6)
     )
     for _ in range(2):  # the alias-bomb cap still holds, on every call
         with pytest.raises(YamlError, match="alias bomb"):
-            load_all(bomb, "bomb.yaml")
+            load_all(bomb, "bomb.yaml", memos=memos)
 
 
 def test_memo_is_bounded():
@@ -427,16 +503,17 @@ def test_tag_list_expires_after_its_ttl():
 # -- who owns the memo tables ---------------------------------------------------------------
 
 
-def test_nothing_is_memoised_without_bound_tables():
+def test_nothing_is_memoised_without_bound_tables(memos):
     """The tables are the edge's: outside a request (the CLI, a bare call) every call computes."""
-    import contextvars
 
-    def twice() -> tuple[Any, Any]:
-        return parse_configdata(CONFIG.encode(), "cd"), parse_configdata(CONFIG.encode(), "cd")
+    def twice(m: Memos | None) -> tuple[Any, Any]:
+        return parse_configdata(CONFIG.encode(), "cd", m), parse_configdata(
+            CONFIG.encode(), "cd", m
+        )
 
-    a, b = contextvars.Context().run(twice)
+    a, b = twice(None)
     assert a == b and a is not b
-    a, b = twice()  # with the fixture's tables bound
+    a, b = twice(memos)  # with the fixture's tables passed
     assert a is b
 
 

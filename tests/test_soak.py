@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import datetime
-import ipaddress
 import os
 import random
 import signal
@@ -42,6 +40,7 @@ from hypothesis_profiles import REPO, as_claim, example
 from support.faultproxy import MARKER
 from support.oci_env import fault_proxy, fixture_registry, proxy
 from support.registry import free_port
+from support.tlsca import client_cert, make_pki, tls_certs_dir
 
 SACK8S = str(Path(sys.executable).with_name("sack8s"))
 CONCURRENCY = 64
@@ -51,6 +50,20 @@ SOAK_ENABLED = os.environ.get("SACK8S_SOAK", "") not in ("", "0", "false")
 
 
 # -- the server subprocess --------------------------------------------------------------------
+
+
+def rss_kib(pid: int) -> int:
+    """The resident set of a process, in KiB (``VmRSS``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def scrape(metrics_port: int, timeout: float = 5) -> str:
+    """The metrics a server on this machine exposes at ``metrics_port``."""
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    return urllib.request.urlopen(url, timeout=timeout).read().decode()
 
 
 @dataclass
@@ -90,9 +103,7 @@ class Server:
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, f"sack8s serve exited: {self.output()[-2000:]}"
             try:
-                urllib.request.urlopen(
-                    f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=1
-                ).read()
+                scrape(self.metrics_port, timeout=1)
                 return self
             except OSError:
                 time.sleep(0.1)
@@ -109,17 +120,10 @@ class Server:
         return self.proc is not None and self.proc.poll() is None
 
     def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmRSS")
+        return rss_kib(self.proc.pid)
 
     def metrics(self) -> str:
-        return (
-            urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5)
-            .read()
-            .decode()
-        )
+        return scrape(self.metrics_port)
 
     def stop(self) -> int | None:
         if self.proc is None:
@@ -434,82 +438,13 @@ def test_sigterm_completes_in_flight_requests(tmp_path: Path, proxy) -> None:
 # -- mTLS ------------------------------------------------------------------------------------------
 
 
-def _pki(directory: Path, name: str) -> tuple[Any, Any, bytes]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
-            critical=True,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    return ca, key, ca.public_bytes(serialization.Encoding.PEM)
-
-
-def _leaf(ca: Any, ca_key: Any, cn: str, server: bool) -> tuple[bytes, bytes]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    key = ec.generate_private_key(ec.SECP256R1())
-    b = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
-            ),
-            critical=False,
-        )
-    )
-    if server:
-        b = b.add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
-            ),
-            critical=False,
-        )
-    cert = b.sign(ca_key, hashes.SHA256())
-    pem_key = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), pem_key
-
-
 def test_mtls_serves_only_clients_of_the_ca(tmp_path: Path) -> None:
-    ca, ca_key, ca_pem = _pki(tmp_path, "sack8s test CA")
-    other, other_key, _ = _pki(tmp_path, "another CA")
-    certs = tmp_path / "certs"
-    certs.mkdir()
-    crt, key = _leaf(ca, ca_key, "function-sack8s", server=True)
-    (certs / "tls.crt").write_bytes(crt)
-    (certs / "tls.key").write_bytes(key)
-    (certs / "ca.crt").write_bytes(ca_pem)
-    client_crt, client_key = _leaf(ca, ca_key, "crossplane", server=False)
-    rogue_crt, rogue_key = _leaf(other, other_key, "crossplane", server=False)
+    pki = make_pki(tmp_path / "pki")
+    certs = tls_certs_dir(pki, tmp_path / "certs")
+    ca_pem = pki.ca_pem.encode()
+    client_crt, client_key = (p.read_bytes() for p in client_cert(pki, tmp_path / "client"))
+    other = make_pki(tmp_path / "other", name="another CA")
+    rogue_crt, rogue_key = (p.read_bytes() for p in client_cert(other, tmp_path / "rogue"))
     server = Server(["--tls-certs-dir", str(certs)]).start(tmp_path)
     xr, policy = example()
     req = [("valid", request(xr, policy))]
@@ -543,13 +478,7 @@ def test_mtls_serves_only_clients_of_the_ca(tmp_path: Path) -> None:
 
 def test_insecure_port_is_not_opened_with_tls(tmp_path: Path) -> None:
     """With --tls-certs-dir and no --insecure, a plaintext client is not served."""
-    ca, ca_key, ca_pem = _pki(tmp_path, "sack8s test CA")
-    certs = tmp_path / "certs"
-    certs.mkdir()
-    crt, key = _leaf(ca, ca_key, "function-sack8s", server=True)
-    (certs / "tls.crt").write_bytes(crt)
-    (certs / "tls.key").write_bytes(key)
-    (certs / "ca.crt").write_bytes(ca_pem)
+    certs = tls_certs_dir(make_pki(tmp_path / "pki"), tmp_path / "certs")
     server = Server(["--tls-certs-dir", str(certs)]).start(tmp_path)
     xr, policy = example()
     try:

@@ -166,6 +166,21 @@ def _unpinned_descriptor(tmp_path: Path) -> Path:
     return path
 
 
+def _localize_unpinned(tmp_path: Path, *flags: str):
+    """``sack8s localize d.yaml`` of a one-image ConfigData against an unpinned component."""
+    return run(
+        "localize",
+        "--config-data",
+        str(_cd(tmp_path)),
+        "--root",
+        str(tmp_path),
+        "--component",
+        str(_unpinned_descriptor(tmp_path)),
+        *flags,
+        "d.yaml",
+    )
+
+
 def _cd(tmp_path: Path) -> Path:
     cd = tmp_path / "cd.yaml"
     cd.write_text("localization:\n- file: d.yaml\n  image: spec.image\n  resource: {name: image}\n")
@@ -174,25 +189,14 @@ def _cd(tmp_path: Path) -> Path:
 
 
 def test_copying_an_unpinned_image_cannot_be_predicted(tmp_path):
-    args = [
-        "localize",
-        "--config-data",
-        str(_cd(tmp_path)),
-        "--root",
-        str(tmp_path),
-        "--component",
-        str(_unpinned_descriptor(tmp_path)),
-        "--transfer-to",
-        "registry.internal.acme/mirror",
-        "--copy-resources",
-    ]
-    r = run(*args, "--allow-unpinned", "d.yaml")
+    args = ["--transfer-to", "registry.internal.acme/mirror", "--copy-resources"]
+    r = _localize_unpinned(tmp_path, *args, "--allow-unpinned")
     assert r.exit_code == 1
     assert r.stderr.count("\n") == 1, r.stderr
     assert "resource image" in r.stderr and "has no digest" in r.stderr
     assert "--allow-unpinned" not in r.stderr  # it would not help: the digest is unknowable
     # --upload-as ociArtifact keeps a reference; unpinned, it needs --allow-unpinned as ever
-    r = run(*args, "--upload-as", "ociArtifact", "--allow-unpinned", "d.yaml")
+    r = _localize_unpinned(tmp_path, *args, "--upload-as", "ociArtifact", "--allow-unpinned")
     assert r.exit_code == 0, r.stderr
     assert "image: registry.internal.acme/mirror/acme/x:1.0.0\n" in r.stdout
 
@@ -206,34 +210,13 @@ def test_copying_an_unpinned_image_cannot_be_predicted(tmp_path):
     ],
 )
 def test_transfer_flags_usage_errors(tmp_path, extra, fragment):
-    r = run(
-        "localize",
-        "--config-data",
-        str(_cd(tmp_path)),
-        "--root",
-        str(tmp_path),
-        "--component",
-        str(_unpinned_descriptor(tmp_path)),
-        *extra,
-        "d.yaml",
-    )
+    r = _localize_unpinned(tmp_path, *extra)
     assert r.exit_code == 2, r.output
     assert fragment in r.stderr
 
 
 def test_transfer_to_must_be_a_registry(tmp_path):
-    r = run(
-        "localize",
-        "--config-data",
-        str(_cd(tmp_path)),
-        "--root",
-        str(tmp_path),
-        "--component",
-        str(_unpinned_descriptor(tmp_path)),
-        "--transfer-to",
-        "ctf::./x",
-        "d.yaml",
-    )
+    r = _localize_unpinned(tmp_path, "--transfer-to", "ctf::./x")
     assert r.exit_code == 1
     assert "--transfer-to ctf::./x: must be an OCI registry address" in r.stderr
 

@@ -67,7 +67,13 @@ def write_cd(tmp_path: Path, schema: dict[str, Any], defaults: dict[str, Any]) -
 
 
 def configure(tmp_path: Path, values: str, *extra: str):
-    cd = write_cd(tmp_path, SCHEMA, {"replicas": 1, "size": "small"})
+    return configure_with(
+        tmp_path, write_cd(tmp_path, SCHEMA, {"replicas": 1, "size": "small"}), values, *extra
+    )
+
+
+def configure_with(tmp_path: Path, cd: Path, values: str, *extra: str):
+    """``sack8s configure`` of ``d.yaml`` (what :func:`write_cd` writes) with ``values``."""
     (tmp_path / "v.yaml").write_text(values)
     return run(
         "configure",
@@ -121,17 +127,7 @@ def test_no_suggestion_when_nothing_is_close(tmp_path):
 
 def test_required_key_given_under_another_spelling(tmp_path):
     cd = write_cd(tmp_path, {**SCHEMA, "additionalProperties": True}, {"replicas": 1})
-    (tmp_path / "v.yaml").write_text("szie: small\n")
-    r = run(
-        "configure",
-        "--config-data",
-        str(cd),
-        "--values",
-        str(tmp_path / "v.yaml"),
-        "--root",
-        str(tmp_path),
-        "d.yaml",
-    )
+    r = configure_with(tmp_path, cd, "szie: small\n")
     assert r.exit_code == 1
     assert "'size' is a required property: 'szie' is given: did you mean 'size'?" in r.stderr
 
@@ -299,17 +295,7 @@ def test_unused_value_warning_says_did_you_mean(tmp_path):
     """A schema that allows other keys lets a typo through: it lands nowhere, and the warning
     that says so names the key the team probably meant."""
     cd = write_cd(tmp_path, {"type": "object"}, {"replicas": 1})
-    (tmp_path / "v.yaml").write_text("replicsa: 3\n")
-    r = run(
-        "configure",
-        "--config-data",
-        str(cd),
-        "--values",
-        str(tmp_path / "v.yaml"),
-        "--root",
-        str(tmp_path),
-        "d.yaml",
-    )
+    r = configure_with(tmp_path, cd, "replicsa: 3\n")
     assert r.exit_code == 0, r.stderr
     assert "never applied: replicsa (did you mean 'replicas'?)" in r.stderr
 

@@ -130,6 +130,8 @@ class StoreRef(Model):
 
 
 class RemoteRef(Model):
+    """A key in an allowed secret store (checked against the policy's prefixes)."""
+
     key: str = Field(
         min_length=1,
         max_length=1024,
@@ -141,6 +143,8 @@ class RemoteRef(Model):
 
 
 class SecretData(Model):
+    """One Secret key, taken from one remote key (or one of its properties)."""
+
     secretKey: str = Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")
     remoteRef: RemoteRef
 
@@ -184,6 +188,8 @@ class RegistryCredential(Model):
 
 
 class Credentials(Model):
+    """Registry credentials, each held in an allowed secret store."""
+
     pull: RegistryCredential | None = Field(
         default=None, description="Image pull credential, placed in every target namespace."
     )
@@ -216,6 +222,8 @@ class PolicyRule(Model):
 
 
 class Rbac(Model):
+    """Extra rights for the deployer, each covered by a rule ops policy allows."""
+
     extraRules: list[PolicyRule] = Field(
         default_factory=list,
         max_length=20,
@@ -249,6 +257,7 @@ class Spec(Model):
 
 
 # ----------------------------------------------------------------------------- status
+# Deliberately alike (duplicates): the status objects are flat field lists, one model each.
 
 
 class StatusDigest(Model):
@@ -260,6 +269,8 @@ class StatusDigest(Model):
 
 
 class StatusComponent(Model):
+    """The component version the function resolved and read."""
+
     name: str | None = None
     constraint: str | None = Field(
         default=None, description="The spec version this resolution answered."
@@ -280,12 +291,16 @@ class StatusComponent(Model):
 
 
 class StatusImage(Model):
+    """An image of the component, with the reference deployed."""
+
     resource: str
-    extraIdentity: dict[str, str] = Field(default_factory=dict)
     reference: str
+    extraIdentity: dict[str, str] = Field(default_factory=dict)
 
 
 class StatusSubstitution(Model):
+    """One value a ConfigData rule wrote into the deployed configuration."""
+
     rule: str
     file: str
     document: int = 0
@@ -294,6 +309,8 @@ class StatusSubstitution(Model):
 
 
 class StatusConfigData(Model):
+    """What the ConfigData did to the deployed configuration."""
+
     resource: str | None = None
     substitutions: list[StatusSubstitution] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
@@ -305,6 +322,8 @@ class StatusConfigData(Model):
 
 
 class StatusBlocked(Model):
+    """The composed object that keeps the claim from being ready."""
+
     kind: str
     name: str
     namespace: str | None = None
@@ -313,6 +332,8 @@ class StatusBlocked(Model):
 
 
 class StatusPullSecret(Model):
+    """The image pull Secret composed from the claim's pull credential."""
+
     name: str = Field(description="The image pull Secret ESO writes in every target namespace.")
     namespaces: list[str] = Field(default_factory=list)
     writtenTo: list[str] = Field(
@@ -323,6 +344,8 @@ class StatusPullSecret(Model):
 
 
 class StatusDeploy(Model):
+    """Where and with what the Flux objects deploy the component."""
+
     namespace: str | None = None
     serviceAccount: str | None = None
     fluxKind: str | None = None
@@ -336,6 +359,8 @@ class StatusDeploy(Model):
 
 
 class StatusWarning(Model):
+    """A finding that still composes."""
+
     reason: str
     message: str
 
@@ -343,16 +368,17 @@ class StatusWarning(Model):
 class Status(Model):
     """SACK8sComponentVersion status, written by the function."""
 
+    # Field order is the order status is written in (compose/status.py dumps this model).
     component: StatusComponent | None = None
     images: list[StatusImage] = Field(default_factory=list)
-    configData: StatusConfigData | None = None
     deploy: StatusDeploy | None = None
+    configData: StatusConfigData | None = None
+    blockedBy: StatusBlocked | None = Field(
+        default=None,
+        description="The composed object that blocks readiness, and why. Empty when ready.",
+    )
     warnings: list[StatusWarning] = Field(
         default_factory=list,
         description="Findings that still compose (e.g. ConfigData warnings), current as of the "
         "last reconcile; each is sent as a Warning event only when it first appears or changes.",
-    )
-    blockedBy: StatusBlocked | None = Field(
-        default=None,
-        description="The composed object that blocks readiness, and why. Empty when ready.",
     )

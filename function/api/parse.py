@@ -45,6 +45,11 @@ def pydantic_error(e: ValidationError, prefix: str, error: type[SackError]) -> S
 
 
 def parse_policy(raw: Mapping[str, Any] | None) -> Policy:
+    """The function input as a Policy; no input at all is the default (safe) policy.
+
+    Raises:
+        InvalidPolicy: naming the first invalid field under ``input``.
+    """
     try:
         return Policy.model_validate(dict(raw or {}))
     except ValidationError as e:
@@ -52,6 +57,11 @@ def parse_policy(raw: Mapping[str, Any] | None) -> Policy:
 
 
 def parse_spec(xr: Mapping[str, Any]) -> Spec:
+    """The XR's spec as a Spec, without the fields Crossplane itself keeps there.
+
+    Raises:
+        InvalidClaim: naming the first invalid field under ``spec``.
+    """
     raw = xr.get("spec") or {}
     if not isinstance(raw, Mapping):
         raise InvalidClaim("spec", f"must be an object, got {type(raw).__name__}")

@@ -65,6 +65,8 @@ DEFAULT_TENANT_LABEL = "sack8s.io/tenant"
 
 
 class NamespacePolicy(Model):
+    """Which target namespaces claims may name, create or adopt."""
+
     allowPattern: str = Field(
         default=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         description="Regular expression (full match) every target namespace must match, whatever "
@@ -117,6 +119,8 @@ class NamespacePolicy(Model):
 
 
 class DeployNamespacePolicy(Model):
+    """Where the per-claim Flux and OCM objects live."""
+
     pattern: str = Field(
         default="sack8s-{claim}",
         description="Name of the per-claim deploy namespace; {claim} (exactly once) becomes <claim "
@@ -132,7 +136,10 @@ class DeployNamespacePolicy(Model):
     )
 
 
+# Deliberately alike (duplicates): optional fields, as the claim's status models have.
 class RegistryPolicy(Model):
+    """An OCM repository host claims may name, and how the function reaches it."""
+
     host: str = Field(description="Registry host[:port] claims may name.", min_length=1)
     plainHTTP: bool = Field(
         default=False, description="Allow plain HTTP to this host (never for claims to choose)."
@@ -152,6 +159,8 @@ class RegistryPolicy(Model):
 
 
 class ImageRegistryPolicy(Model):
+    """A registry the component's images may be pulled from."""
+
     host: str = Field(
         description="Registry host[:port] images may be pulled from (exact match).", min_length=1
     )
@@ -164,6 +173,8 @@ class ImageRegistryPolicy(Model):
 
 
 class MirrorPolicy(Model):
+    """A local copy served in place of an OCM repository (offline render)."""
+
     repository: str = Field(description="OCM repository reference as claims write it.")
     path: str = Field(
         description="Local CTF or component directory served instead (offline render); relative "
@@ -172,6 +183,8 @@ class MirrorPolicy(Model):
 
 
 class SecretStorePolicy(Model):
+    """A secret store claims may read from, and the keys they may read."""
+
     name: str
     kind: Literal["SecretStore", "ClusterSecretStore"] = "ClusterSecretStore"
     remoteKeyPrefixes: list[str] = Field(
@@ -185,6 +198,8 @@ class SecretStorePolicy(Model):
 
 
 class RbacPolicy(Model):
+    """The deployer's rights, and the extra rules claims may ask for."""
+
     deployerRules: list[PolicyRule] = Field(default_factory=lambda: list(DEFAULT_DEPLOYER_RULES))
     allowedExtraRules: list[PolicyRule] = Field(
         default_factory=list,
@@ -198,10 +213,14 @@ class RbacPolicy(Model):
 
 
 class Remediation(Model):
+    """How often Flux retries a failed Helm action."""
+
     retries: int = 3
 
 
 class FluxInstall(Model):
+    """Flux's Helm install settings."""
+
     strategy: Literal["RemediateOnFailure", "RetryOnFailure"] = "RetryOnFailure"
     crds: Literal["Skip", "Create", "CreateReplace"] = "Create"
     disableWait: bool = False
@@ -209,6 +228,8 @@ class FluxInstall(Model):
 
 
 class FluxUpgrade(Model):
+    """Flux's Helm upgrade settings."""
+
     strategy: Literal["RemediateOnFailure", "RetryOnFailure"] = "RetryOnFailure"
     crds: Literal["Skip", "Create", "CreateReplace"] = "CreateReplace"
     remediation: Remediation | None = None
@@ -229,6 +250,8 @@ class FluxPolicy(Model):
 
 
 class SecretName(Model):
+    """A Secret, by name."""
+
     name: str = Field(pattern=DNS_SUBDOMAIN, max_length=253)
 
 
@@ -276,6 +299,8 @@ class OcmVerification(Model):
 
 
 class OcmPolicy(Model):
+    """Whether OCM objects are composed, and what they must verify before Flux deploys."""
+
     enabled: bool = Field(default=True, description="Compose OCM delivery.ocm.software objects.")
     gate: bool = Field(
         default=True,
@@ -301,6 +326,8 @@ class OcmPolicy(Model):
 
 
 class SourcePolicy(Model):
+    """How strictly the component's content must be pinned by digest."""
+
     allowUnpinnedImages: bool = Field(
         default=False,
         description="Accept an image with neither digest nor resource digest (Warning instead of "
@@ -315,6 +342,8 @@ class SourcePolicy(Model):
 
 
 class ConfigDataPolicy(Model):
+    """How hard the ConfigData's findings fail a claim: Warning or Fatal."""
+
     unusedValues: Literal["Warning", "Fatal"] = Field(
         default="Warning",
         description="Claim values that no configuration rule of the ConfigData consumes for the "

@@ -17,6 +17,7 @@ DEFAULT_GROUP = "platform.example.org"
 VERSION = "v1alpha1"
 KIND = "SACK8sComponentVersion"
 PLURAL = "sack8scomponentversions"
+_CATEGORIES = ("crossplane", "sack8s")
 
 _COLUMNS = [
     {"name": "COMPONENT", "type": "string", "jsonPath": ".spec.component.name"},
@@ -54,21 +55,30 @@ def _version() -> dict[str, Any]:
     }
 
 
+def _xrd(api_version: str, scope: str, group: str, prefix: str, **extra: Any) -> dict[str, Any]:
+    """What both XRDs share: one version generated from the models, the names (the XR kind
+    and plural with ``prefix``), and ``extra`` spec fields after the names.
+    """
+    plural = f"{prefix.lower()}{PLURAL}"
+    return {
+        "apiVersion": f"apiextensions.crossplane.io/{api_version}",
+        "kind": "CompositeResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "scope": scope,
+            "group": group,
+            "names": {"kind": f"{prefix}{KIND}", "plural": plural, "categories": list(_CATEGORIES)},
+            **extra,
+            "versions": [_version()],
+        },
+    }
+
+
 def xrd_cluster(group: str = DEFAULT_GROUP) -> dict[str, Any]:
     """Crossplane v2 XRD, ``scope: Cluster`` (Namespaces can only be composed by cluster-scoped
     XRs).
     """
-    return {
-        "apiVersion": "apiextensions.crossplane.io/v2",
-        "kind": "CompositeResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{group}"},
-        "spec": {
-            "scope": "Cluster",
-            "group": group,
-            "names": {"kind": KIND, "plural": PLURAL, "categories": ["crossplane", "sack8s"]},
-            "versions": [_version()],
-        },
-    }
+    return _xrd("v2", "Cluster", group, "")
 
 
 def xrd_legacy_claims(group: str = DEFAULT_GROUP) -> dict[str, Any]:
@@ -77,22 +87,7 @@ def xrd_legacy_claims(group: str = DEFAULT_GROUP) -> dict[str, Any]:
     The XR kind gets an ``X`` prefix so the claim keeps the catalogue name. Install either
     this or :func:`xrd_cluster` in one group, not both (the kinds would clash).
     """
-    return {
-        "apiVersion": "apiextensions.crossplane.io/v1",
-        "kind": "CompositeResourceDefinition",
-        "metadata": {"name": f"x{PLURAL}.{group}"},
-        "spec": {
-            "scope": "LegacyCluster",
-            "group": group,
-            "names": {
-                "kind": f"X{KIND}",
-                "plural": f"x{PLURAL}",
-                "categories": ["crossplane", "sack8s"],
-            },
-            "claimNames": {"kind": KIND, "plural": PLURAL},
-            "versions": [_version()],
-        },
-    }
+    return _xrd("v1", "LegacyCluster", group, "X", claimNames={"kind": KIND, "plural": PLURAL})
 
 
 def input_crd() -> dict[str, Any]:

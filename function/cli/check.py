@@ -33,7 +33,7 @@ from function.cli.common import (
     transfer_notes,
     with_component,
 )
-from function.cli.exits import EPILOG, InputPath
+from function.cli.exits import EPILOG, InputPath, severity_option
 from function.errors import DigestMismatch, SackError
 
 MAX_FILES = 4096
@@ -185,11 +185,9 @@ def _schema(data: bytes) -> Any:
 @TRANSFER_OPTIONS[0]
 @TRANSFER_OPTIONS[1]
 @TRANSFER_OPTIONS[2]
-@click.option(
+@severity_option(
     "--image-pairs",
-    type=click.Choice(["fatal", "warning"], case_sensitive=False),
-    default="fatal",
-    show_default=True,
+    choices=("fatal", "warning"),
     help="Image-pair defects are errors (fatal) or warnings.",
 )
 def check(
@@ -222,6 +220,7 @@ def check(
             if values_file
             else None
         )
+        # Deliberately alike (duplicates): mutate passes the same flags to the same call.
         transfer = transfer_for(
             transfer_to,
             copy_resources=copy_resources,

@@ -16,6 +16,7 @@ a path argument that does not exist (``click.Path(exists=True)``), is bad input 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import IO, Any
 
 import click
@@ -67,3 +68,28 @@ def _reason(message: str, value: object) -> str:
         if text.startswith(head):
             text = text[len(head) :]
     return text.strip() or one_line(message)
+
+
+def file_option(*decls: str, **kwargs: Any) -> Callable[[Any], Any]:
+    """An option naming one existing file: a missing one, or a directory, is bad input."""
+    return click.option(*decls, type=InputPath(exists=True, dir_okay=False), **kwargs)
+
+
+def objects_option(*decls: str, **kwargs: Any) -> Callable[[Any], Any]:
+    """A repeatable option naming files or directories of Kubernetes objects (as
+    ``crossplane render`` takes them).
+    """
+    return click.option(*decls, multiple=True, type=InputPath(exists=True), **kwargs)
+
+
+def severity_option(*decls: str, choices: tuple[str, str], **kwargs: Any) -> Callable[[Any], Any]:
+    """An option saying how hard a kind of finding fails: the first choice (an error, the
+    default) or the second (a warning), as the policy's ``configData`` fields say it.
+    """
+    return click.option(
+        *decls,
+        type=click.Choice(list(choices), case_sensitive=False),
+        default=choices[0],
+        show_default=True,
+        **kwargs,
+    )

@@ -31,7 +31,7 @@ from function.cli.common import (
     transfer_for,
     transfer_notes,
 )
-from function.cli.exits import EPILOG
+from function.cli.exits import EPILOG, severity_option
 from function.errors import SackError
 
 # The engine, ruamel, pydantic and the component sources are imported inside the functions
@@ -126,7 +126,7 @@ def _run(
             images=(
                 cli_image_table(cv, allow_unpinned=allow_unpinned, problems=problems)
                 if cv is not None
-                else None
+                else {}  # configure without --component: no images to localize
             ),
         )
         try:
@@ -250,11 +250,9 @@ _component = [
         help="Accept an image with neither digest nor resource digest (a warning; never in "
         "production).",
     ),
-    click.option(
+    severity_option(
         "--image-pairs",
-        type=click.Choice(["fatal", "warning"], case_sensitive=False),
-        default="fatal",
-        show_default=True,
+        choices=("fatal", "warning"),
         help="A rule writing an invalid or unlocalized reference into a repository:tag pair: "
         "an error, or a warning (the policy's configData.imagePairs).",
     ),
@@ -278,12 +276,10 @@ _values = [
         metavar="KEY",
         help="ConfigMap data key holding the values (default: the only key).",
     ),
-    click.option(
+    severity_option(
         "--schema-violations",
         "schema_violations",
-        type=click.Choice(["Fatal", "Warning"], case_sensitive=False),
-        default="Fatal",
-        show_default=True,
+        choices=("Fatal", "Warning"),
         help="Values that break the ConfigData schema: an error, or a warning (as the policy's "
         "configData.schemaViolations).",
     ),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from function.cli.exits import EPILOG, InputPath
+from function.cli.exits import EPILOG, InputPath, file_option, objects_option
 
 
 def _one(path: str, what: str) -> dict:
@@ -51,38 +51,28 @@ def _stderr_logs() -> None:
     type=InputPath(exists=True, dir_okay=False),
 )
 @click.argument("functions_arg", metavar="[FUNCTIONS]", required=False, type=InputPath(exists=True))
-@click.option(
+@file_option(
     "--composition",
-    type=InputPath(exists=True, dir_okay=False),
     help="Composition whose pipeline step holds the function input (or give it second, as "
     "crossplane render takes it).",
 )
-@click.option(
-    "--input",
-    "input_file",
-    type=InputPath(exists=True, dir_okay=False),
-    help="The function input (Policy) itself.",
-)
+@file_option("--input", "input_file", help="The function input (Policy) itself.")
 @click.option(
     "--component",
     help="Local CTF or component directory to read the claim's component from (an offline mirror).",
 )
-@click.option(
+@objects_option(
     "--observed",
     "--observed-resources",
     "-o",
     "observed",
-    multiple=True,
-    type=InputPath(exists=True),
     help="Observed composed resources (file or directory).",
 )
-@click.option(
+@objects_option(
     "--required-resources",
     "--extra-resources",
     "-e",
     "required_resources",
-    multiple=True,
-    type=InputPath(exists=True),
     help="Objects the function may require (file or directory).",
 )
 @click.option(

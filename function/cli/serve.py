@@ -79,6 +79,20 @@ def standard_options(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _memory_cap(flag: str, default: int, envvar: str, of: str) -> Callable[[Any], Any]:
+    """A byte budget of one of the three caches (function/cache.py), settable from the
+    environment as a Deployment sets it.
+    """
+    return click.option(
+        flag,
+        type=int,
+        default=default,
+        show_default=True,
+        envvar=envvar,
+        help=f"Memory cap of {of}",
+    )
+
+
 @click.command("serve", epilog=EPILOG)
 @standard_options
 @click.option(
@@ -91,29 +105,23 @@ def standard_options(func: F) -> F:
     "re-resolved after it. Also the longest meta.ttl of an answer (Crossplane's "
     "--enable-function-response-cache may reuse it that long).",
 )
-@click.option(
+@_memory_cap(
     "--cache-bytes",
-    type=int,
-    default=256 * 1024 * 1024,
-    show_default=True,
-    envvar="SACK8S_CACHE_BYTES",
-    help="Memory cap of the digest-keyed cache (descriptors, manifests, blobs).",
+    256 * 1024 * 1024,
+    "SACK8S_CACHE_BYTES",
+    "the digest-keyed cache (descriptors, manifests, blobs).",
 )
-@click.option(
+@_memory_cap(
     "--memo-bytes",
-    type=int,
-    default=DEFAULT_MEMO_BYTES,
-    show_default=True,
-    envvar="SACK8S_MEMO_BYTES",
-    help="Memory cap of the content-keyed memos (parsed ConfigData and files, Flux mutations).",
+    DEFAULT_MEMO_BYTES,
+    "SACK8S_MEMO_BYTES",
+    "the content-keyed memos (parsed ConfigData and files, Flux mutations).",
 )
-@click.option(
+@_memory_cap(
     "--response-bytes",
-    type=int,
-    default=DEFAULT_RESPONSE_BYTES,
-    show_default=True,
-    envvar="SACK8S_RESPONSE_BYTES",
-    help="Memory cap of the answers kept for identical requests (0 turns reuse off).",
+    DEFAULT_RESPONSE_BYTES,
+    "SACK8S_RESPONSE_BYTES",
+    "the answers kept for identical requests (0 turns reuse off).",
 )
 @click.option(
     "--metrics-address",

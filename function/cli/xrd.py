@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from function.cli.exits import EPILOG, BadInput, InputPath
+from function.cli.exits import EPILOG, BadInput, file_option
 
 # function.api.xrd.DEFAULT_GROUP, shown without importing the models (sack8s xrd --help stays
 # fast; tests/test_cli_startup.py keeps the two equal).
@@ -24,12 +24,7 @@ DEFAULT_GROUP = "platform.example.org"
     "the function-input CRD; "
     "rbac: the ClusterRole Crossplane needs (from --policy, else the default policy).",
 )
-@click.option(
-    "--policy",
-    "policy_file",
-    type=InputPath(exists=True, dir_okay=False),
-    help="Function input to size the rbac variant for.",
-)
+@file_option("--policy", "policy_file", help="Function input to size the rbac variant for.")
 def xrd(group: str, variant: str, policy_file: str | None) -> None:
     """Print an XRD, the input CRD or Crossplane's ClusterRole as YAML."""
     from function.api.parse import parse_policy

@@ -204,6 +204,21 @@ def _store(policy: Policy, ref: StoreRef, where: str) -> SecretStorePolicy:
 def check_remote_key(
     policy: Policy, identity: Identity, ref: StoreRef, key: str, where: str, store_where: str
 ) -> None:
+    """A secret-store key the claim names: the store must be one the policy allows and the key
+    must lie under one of its ``remoteKeyPrefixes`` (whole segments), or a tenant could read
+    another tenant's secrets.
+
+    Args:
+        policy: The ops policy (its ``secretStores``).
+        identity: The claim's identity (prefixes may name its tenant and name).
+        ref: The store the claim names.
+        key: The remote key.
+        where: The claim field holding the key, named in the error.
+        store_where: The claim field naming the store.
+
+    Raises:
+        PolicyViolation: naming ``where`` (or ``store_where``) and the allowed prefixes.
+    """
     store = _store(policy, ref, store_where)
     parts = remotekeys.segments(key, where)
     allowed = [
@@ -231,6 +246,13 @@ def _check_ref_fields(ref: object, where: str) -> None:
 
 
 def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
+    """The claim's service secrets and credentials: each secret in a target namespace, listed
+    once, named neither like the pull Secret nor like Helm's release state, and every remote
+    key under a prefix its store allows.
+
+    Raises:
+        PolicyViolation: naming the first offending claim field.
+    """
     targets = {ns.name for ns in spec.namespaces}
     seen: set[tuple[str, str]] = set()
     pull_secret = (
@@ -269,11 +291,16 @@ def check_secrets(spec: Spec, policy: Policy, identity: Identity) -> None:
                 f"{base}.storeRef",
             )
             _check_ref_fields(d.remoteRef, f"{base}.data[{j}].remoteRef")
-        for j, d in enumerate(s.dataFrom):
+        for j, ref in enumerate(s.dataFrom):
             check_remote_key(
-                policy, identity, s.storeRef, d.key, f"{base}.dataFrom[{j}].key", f"{base}.storeRef"
+                policy,
+                identity,
+                s.storeRef,
+                ref.key,
+                f"{base}.dataFrom[{j}].key",
+                f"{base}.storeRef",
             )
-            _check_ref_fields(d, f"{base}.dataFrom[{j}]")
+            _check_ref_fields(ref, f"{base}.dataFrom[{j}]")
     creds = spec.credentials
     for field in ("pull", "repository"):
         c = getattr(creds, field) if creds else None
@@ -310,6 +337,14 @@ def _covered(rule: PolicyRule, allowed: Iterable[PolicyRule]) -> bool:
 
 
 def check_rule_safe(rule: PolicyRule, where: str, error: type[Exception]) -> None:
+    """Refuse an RBAC rule that would widen access whatever the policy says (wildcards,
+    escalate/bind/impersonate, RBAC kinds, Namespace or token access).
+
+    Args:
+        rule: A policy rule or a claim's extra rule.
+        where: The field holding it, named in the error.
+        error: ``InvalidPolicy`` for the policy's own rules, ``PolicyViolation`` for a claim's.
+    """
     bad_verbs = sorted(set(rule.verbs) & FORBIDDEN_VERBS)
     if bad_verbs:
         raise error(where, f"verbs {bad_verbs} are never granted (they widen access)")
@@ -323,6 +358,13 @@ def check_rule_safe(rule: PolicyRule, where: str, error: type[Exception]) -> Non
 
 
 def check_rbac(spec: Spec, policy: Policy) -> None:
+    """The deployer's rights: the policy's rules are safe, and each of the claim's extra rules
+    is safe and covered by a rule the policy allows.
+
+    Raises:
+        InvalidPolicy: for an unsafe policy rule.
+        PolicyViolation: naming ``spec.rbac.extraRules[i]``.
+    """
     for i, rule in enumerate(policy.rbac.deployerRules):
         check_rule_safe(rule, f"input rbac.deployerRules[{i}]", InvalidPolicy)
     extra = spec.rbac.extraRules if spec.rbac else []

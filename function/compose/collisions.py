@@ -33,7 +33,8 @@ class Objects(dict[str, dict[str, Any]]):
         super().__init__(*args, **kwargs)
         self.sources: dict[str, str] = {}
 
-    def copy(self) -> Objects:  # type: ignore[override]
+    def copy(self) -> Objects:
+        """A copy that keeps the sources (``dict.copy`` would drop them)."""
         out = Objects(self)
         out.sources.update(self.sources)
         return out
@@ -92,6 +93,13 @@ def _describe(obj: Mapping[str, Any]) -> str:
 
 
 def check(desired: Mapping[str, Mapping[str, Any]]) -> None:
+    """Refuse desired objects Crossplane or the API server would confuse: one identity twice,
+    one (apiVersion, kind, name) in two namespaces (Crossplane v2.2.4 cannot tell them apart),
+    or two ExternalSecrets writing one Secret.
+
+    Raises:
+        InvalidClaim: naming both composition-resource keys and objects.
+    """
     full: dict[tuple[Any, ...], str] = {}
     blind: dict[tuple[Any, ...], str] = {}
     secrets: dict[tuple[Any, ...], str] = {}

@@ -19,6 +19,10 @@ from function.ocm.model import Repository
 
 @dataclass(frozen=True)
 class Context:
+    """What every builder needs about one claim, decided once (identity, spec, policy, the deploy
+    namespace, the admitted repository and its registry entry, the flavour).
+    """
+
     identity: Identity
     spec: Spec
     policy: Policy
@@ -30,17 +34,21 @@ class Context:
 
     @property
     def targets(self) -> list[TargetNamespace]:
+        """The claim's target namespaces, in claim order."""
         return list(self.spec.namespaces)
 
     @property
     def primary_namespace(self) -> str:
+        """The first target namespace (:attr:`Spec.primary_namespace`)."""
         return self.spec.primary_namespace
 
     @property
     def owns_deploy_namespace(self) -> bool:
+        """Whether the deploy namespace is this claim's own (not a shared one ops provides)."""
         return not self.policy.deployNamespace.shared
 
     def labels(self) -> dict[str, str]:
+        """The labels on every composed object: ownership marks plus any extra labels."""
         return {**self.identity.labels(), **self.extra_labels}
 
     @property
@@ -51,6 +59,13 @@ class Context:
         return self.deploy_namespace if self.owns_deploy_namespace else self.primary_namespace
 
     def meta(self, name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:
+        """Metadata for a composed object, with this claim's labels and annotations.
+
+        Args:
+            name: The object's name.
+            namespace: Its namespace; None for a cluster-scoped object.
+            extra: Further metadata fields, added last.
+        """
         m: dict[str, Any] = {"name": name}
         if namespace is not None:
             m["namespace"] = namespace
@@ -59,25 +74,31 @@ class Context:
         m.update(extra)
         return m
 
-    # Object names: one place (objectnames.py), derived from the claim identity only.
+    # Object names: one place (objectnames.py), derived from the claim identity only. The
+    # one-line properties below repeat a shape deliberately: each is the name builders use.
     @property
     def names(self) -> ObjectNames:
+        """Every derived object name (objectnames.py)."""
         return ObjectNames(self.identity)
 
     @property
     def deployer_name(self) -> str:
+        """The deployer ServiceAccount the Flux objects impersonate."""
         return self.names.serviceaccount
 
     @property
     def repository_secret_name(self) -> str:
+        """The Secret holding the OCM repository credential."""
         return self.names.repository_secret
 
     @property
     def pull_secret_name(self) -> str:
+        """The image pull Secret, one name in every target namespace."""
         return self.names.pull_secret
 
     @property
     def flux_name(self) -> str:
+        """The name of the Flux and OCM objects of this claim (one of each kind per claim)."""
         # Flux writes this name into a label (helm.toolkit.fluxcd.io/name,
         # kustomize.toolkit.fluxcd.io/name) on everything it applies: label values stop at 63.
         return self.names.deployment

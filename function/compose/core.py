@@ -9,10 +9,9 @@ desired state that leaves something out deletes it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from function.api.claim import Spec
 from function.api.policy import Policy
@@ -31,6 +30,7 @@ from function.compose import (
     rbac,
     readiness,
     selfcontained,
+    status,
     usages,
 )
 from function.compose.admission import Admission, registry_for
@@ -39,12 +39,10 @@ from function.compose.identity import Identity
 from function.configdata.fluxmutation import FluxMutation, MutationInput, mutate
 from function.errors import ComponentError, InvalidClaim
 from function.ocm import digests
-from function.ocm.access import flux_source
+from function.ocm.access import Flavour, FluxSource, flux_source
 from function.ocm.images import ImageTable, allowlisted, image_table
 from function.ocm.model import TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
 from function.ocm.source import LoadedComponent, resource_key
-
-IMAGE_TYPES = {"ociImage", "ociArtifact"}
 
 
 @dataclass(frozen=True)
@@ -74,6 +72,10 @@ Note = events.Note
 
 @dataclass
 class CoreOutput:
+    """One composition: the complete desired state, which of it is ready, the XR status, the
+    notes to send as events and the object that blocks readiness (None when all is ready).
+    """
+
     resources: dict[str, dict[str, Any]]
     ready: dict[str, bool]
     status: dict[str, Any]
@@ -82,8 +84,17 @@ class CoreOutput:
     blocked_by: readiness.Blocker | None
 
 
-def choose_flavour(spec: Spec, deployable: Resource) -> Literal["helm", "kustomize"]:
-    by_type = {TYPE_HELM_CHART: "helm", TYPE_KUSTOMIZE: "kustomize"}.get(deployable.type)
+_FLAVOUR_OF_TYPE: dict[str, Flavour] = {TYPE_HELM_CHART: "helm", TYPE_KUSTOMIZE: "kustomize"}
+
+
+def choose_flavour(spec: Spec, deployable: Resource) -> Flavour:
+    """How the deployable is deployed: the claim's ``spec.deploy.flavour``, else what its
+    resource type says; a claim that contradicts the type is refused rather than guessed.
+
+    Raises:
+        InvalidClaim: naming ``spec.deploy.flavour`` or ``spec.deploy.releaseName``.
+    """
+    by_type = _FLAVOUR_OF_TYPE.get(deployable.type)
     wanted = spec.deploy.flavour
     if wanted and by_type and wanted != by_type:
         raise InvalidClaim(
@@ -102,23 +113,7 @@ def choose_flavour(spec: Spec, deployable: Resource) -> Literal["helm", "kustomi
             "spec.deploy.releaseName",
             f"names a Helm release, but resource {deployable.name} is deployed with Kustomize",
         )
-    return flavour  # type: ignore[return-value]
-
-
-def _images(inp: CoreInput, table: ImageTable) -> list[dict[str, Any]]:
-    """Status ``images``: every image resource with its localized reference (an image whose
-    reference cannot be resolved fails the request, naming it).
-    """
-    out = []
-    for r in inp.loaded.component.descriptor.resources:
-        if r.type in IMAGE_TYPES:
-            entry = table[resource_key(r)]
-            entry.require()
-            item: dict[str, Any] = {"resource": r.name, "reference": entry.reference}
-            if r.extra_identity:
-                item["extraIdentity"] = dict(sorted(r.extra_identity.items()))
-            out.append(item)
-    return out
+    return flavour
 
 
 def _image_hosts(inp: CoreInput, table: ImageTable) -> list[str]:
@@ -126,13 +121,13 @@ def _image_hosts(inp: CoreInput, table: ImageTable) -> list[str]:
     hosts = {
         table[resource_key(r)].require().host
         for r in inp.loaded.component.descriptor.resources
-        if r.type in IMAGE_TYPES
+        if r.type in status.IMAGE_TYPES
     }
     return sorted(hosts)
 
 
 def _mutation(
-    inp: CoreInput, flavour: str, deployable: Resource, cd: Resource | None, table: ImageTable
+    inp: CoreInput, flavour: Flavour, deployable: Resource, cd: Resource | None, table: ImageTable
 ) -> FluxMutation:
     if cd is None:
         if inp.values:
@@ -150,7 +145,7 @@ def _mutation(
     (cd_bytes,) = cd_files.values()
     return mutate(
         MutationInput(
-            flavour=flavour,  # type: ignore[arg-type]
+            flavour=flavour,
             configdata=cd_bytes,
             component=inp.loaded.component,
             files=inp.loaded.contents.get(resource_key(deployable)) or {},
@@ -166,93 +161,39 @@ def _mutation(
     )
 
 
-def unused_values_note(
-    policy: Policy, flavour: str, cd: Resource | None, mutation: FluxMutation
-) -> Note | None:
-    """One Warning listing the claim values no configuration rule consumes (its own reason,
-    so it is deduplicated apart from other warnings); a Fatal when the policy says so.
-    """
-    if not mutation.unused_values or cd is None:
-        return None
-    paths = ", ".join(mutation.unused_values)
-    what = "chart" if flavour == "helm" else "Kustomize directory"
-    message = (
-        f"{len(mutation.unused_values)} value(s) reach no configuration rule of ConfigData "
-        f"(resource {cd.name}) for the {what}, so they are not applied: {paths} "
-        + (f"({mutation.unused_hint}) " if mutation.unused_hint else "")
-        + "(status.configData.unusedValues; status.configData.skipped lists the rules for files "
-        "outside the deployed resource)"
-    )
-    if policy.configData.unusedValues == "Fatal":
-        raise InvalidClaim(
-            "spec.values", message + "; the policy (configData.unusedValues: Fatal) refuses this"
-        )
-    return Note("Warning", "UnusedValues", f"spec.values: {message}")
-
-
-def _deployed_version(xr_status: Mapping[str, Any]) -> str | None:
-    """``status.deploy.version`` as the last successful reconcile wrote it (None if unknown)."""
-    deploy = xr_status.get("deploy")
-    version = deploy.get("version") if isinstance(deploy, Mapping) else None
-    return version if isinstance(version, str) and version else None
-
-
-def _json_value(v: Any) -> str:
-    return v if isinstance(v, str) else json.dumps(v, sort_keys=True, separators=(",", ":"))
-
-
-def compose(inp: CoreInput) -> CoreOutput:
-    spec, policy, identity = inp.spec, inp.policy, inp.identity
-    deploy_ns, registry = inp.admission.deploy_namespace, inp.admission.registry
-
-    cv = inp.loaded.component
-    deployable, cd = inp.loaded.deployable, inp.loaded.configdata
-    if deployable is None:
-        raise ComponentError(
-            f"component {cv.name}:{cv.version}", "no deployable resource was selected"
-        )
-    # Nothing is composed from a descriptor whose policy signatures do not verify.
-    verified = integrity.check(policy, cv, inp.memos)
-    # What was read was checked against the resource digests while loading (a mismatch never
-    # loads); whether a resource without one may be used is the policy's call.
-    digest_notes = [
-        Note("Warning", reason, message)
-        for reason, message in digests.enforce(
-            inp.loaded.digests,
-            f"component {cv.name}:{cv.version}",
-            require=policy.source.requireDigests,
-        )
-    ]
-    flavour = choose_flavour(spec, deployable)
-    ctx = Context(identity, spec, policy, deploy_ns, inp.repository, registry, flavour)
-
+def _checked_source(
+    inp: CoreInput, deployable: Resource, cd: Resource | None, flavour: Flavour, where: str
+) -> FluxSource:
+    """The Flux source of the deployable, once everything it makes anyone fetch is allowed."""
     # Everything Flux, the OCM controller or the function fetches is on the allowlist.
-    fetchhosts.check(policy, (deployable, cd), f"component {cv.name}:{cv.version}")
+    fetchhosts.check(inp.policy, (deployable, cd), where)
+    key = resource_key(deployable)
     src = flux_source(
-        cv, deployable, flavour, blob_head=inp.loaded.blob_heads.get(resource_key(deployable))
+        inp.loaded.component, deployable, flavour, blob_head=inp.loaded.blob_heads.get(key)
     )
     # ... and nothing inside the deployable makes Flux fetch from anywhere else.
     selfcontained.check(
         flavour,
-        inp.loaded.contents.get(resource_key(deployable)) or {},
-        spec.deploy.path if flavour == "kustomize" else None,
-        f"component {cv.name}:{cv.version} {deployable.describe()}",
+        inp.loaded.contents.get(key) or {},
+        inp.spec.deploy.path if flavour == "kustomize" else None,
+        f"{where} {deployable.describe()}",
         inp.memos,
     )
-    # Every image reference is resolved and parsed once, here, and used from this table by
-    # status, the pull secrets and the ConfigData engine.
-    # References outside the image allowlist become errors here (ocm/images.py).
-    table = allowlisted(
-        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages, memos=inp.memos),
-        images.allowed_hosts(policy),
-        f"component {cv.name}:{cv.version}",
-    )
-    image_list = _images(inp, table)
-    mutation = _mutation(inp, flavour, deployable, cd, table)
-    image_hosts = images.pull_secret_hosts(
-        spec, policy, _image_hosts(inp, table), inp.repository.host
-    )
+    return src
 
+
+def _build(
+    inp: CoreInput,
+    ctx: Context,
+    deployable: Resource,
+    src: FluxSource,
+    mutation: FluxMutation,
+    image_hosts: list[str],
+) -> tuple[collisions.Objects, collisions.Objects]:
+    """Every object this claim composes: the Flux objects apart, since the OCM gate decides
+    on them alone.
+    """
+    policy, cv = inp.policy, inp.loaded.component
     # Every desired object enters a map through collisions.merge, which refuses a second
     # object under a key with one Fatal naming both sources: nothing is silently replaced.
     built = collisions.Objects()
@@ -267,136 +208,124 @@ def compose(inp: CoreInput) -> CoreOutput:
     )
     flux_objs = collisions.Objects()
     collisions.merge(flux_objs, flux.build(ctx, src, source_registry, mutation), "spec.deploy")
-    release_key = flux.key_release(flavour)
+    return built, flux_objs
 
+
+def _usage_source(u: usages.Planned) -> str:
+    return f"the Usage keeping {u.of_key}"
+
+
+def _usages(
+    ctx: Context, built: collisions.Objects, flux_objs: collisions.Objects
+) -> list[usages.Planned]:
+    """The Usages that keep what must outlive the deployment, checked with every object."""
     everything = built.copy()
     collisions.merge(everything, flux_objs)
-    planned = usages.build(ctx, everything, release_key, namespaces.key_deploy())
-    usage_source = {u.key: f"the Usage keeping {u.of_key}" for u in planned}
+    planned = usages.build(ctx, everything, flux.key_release(ctx.flavour), namespaces.key_deploy())
     # Every object this claim can compose, checked once, whatever is withheld this reconcile:
     # a collision is the same Fatal on the first reconcile as on every later one.
     candidates = everything.copy()
     for u in planned:
-        collisions.merge(candidates, {u.key: u.obj}, usage_source[u.key])
+        collisions.merge(candidates, {u.key: u.obj}, _usage_source(u))
     collisions.check(candidates)
+    return planned
 
+
+def _withhold(
+    inp: CoreInput,
+    built: collisions.Objects,
+    flux_objs: collisions.Objects,
+    planned: list[usages.Planned],
+    verified: integrity.Integrity,
+) -> tuple[collisions.Objects, dict[str, str], gates.Gate, gates.FluxPlan]:
+    """What is composed this reconcile: everything but what waits (compose/gates.py).
+
+    Returns:
+        The desired objects, the withheld keys with the Namespace each waits for, the OCM
+        gate and what it made of the Flux objects.
+    """
+    cv, observed = inp.loaded.component, inp.observed
     # Namespaces first: nothing goes into a Namespace composed here before it is observed.
-    waits = gates.namespace_waits(everything, inp.observed)
+    waits = gates.namespace_waits({**built, **flux_objs}, observed)
     desired = built.only({k for k in built if k not in waits})
     # Flux deploys once the gate opens and, the first time, once what must outlive it exists.
     gate = gates.ocm_gate(
-        policy,
-        inp.observed.get(ocmobjects.key_component()),
+        inp.policy,
+        observed.get(ocmobjects.key_component()),
         cv.version,
         cv.descriptor.raw,
         verified.normalised,
     )
     protected = [k for k, o in built.items() if o["kind"] in usages.PROTECTED_KINDS]
-    ready_to_start = not waits and all(k in inp.observed for k in protected)
-    plan = gates.plan_flux(flux_objs, inp.observed, gate, ready_to_start)
+    ready_to_start = not waits and all(k in observed for k in protected)
+    plan = gates.plan_flux(flux_objs, observed, gate, ready_to_start)
     collisions.merge(desired, plan.objects, "spec.deploy")
     # A Usage is composed once its ``of`` exists and its ``by`` is composed; an observed one stays.
     for u in planned:
-        exists = u.of_key in desired and u.of_key in inp.observed
-        if u.key in inp.observed or (exists and u.by_key in desired):
-            collisions.merge(desired, {u.key: u.obj}, usage_source[u.key])
-    for key in gates.namespace_waits(desired, inp.observed):  # a Usage goes where its by lives
+        exists = u.of_key in desired and u.of_key in observed
+        if u.key in observed or (exists and u.by_key in desired):
+            collisions.merge(desired, {u.key: u.obj}, _usage_source(u))
+    for key in gates.namespace_waits(desired, observed):  # a Usage goes where its by lives
         del desired[key]
+    return desired, waits, gate, plan
+
+
+def compose(inp: CoreInput) -> CoreOutput:
+    """Compose one claim: the complete desired state, its readiness, status and notes.
+
+    Each step below either returns data or raises one :class:`function.errors.SackError`;
+    the order of the steps is the order in which a bad input is reported.
+
+    Args:
+        inp: The admitted claim, the policy, the loaded component and what the cluster holds.
+
+    Returns:
+        The desired objects with their readiness, the XR status and the notes to emit.
+    """
+    spec, policy, cv = inp.spec, inp.policy, inp.loaded.component
+    deployable, cd = inp.loaded.deployable, inp.loaded.configdata
+    where = f"component {cv.name}:{cv.version}"
+    if deployable is None:
+        raise ComponentError(where, "no deployable resource was selected")
+    # Nothing is composed from a descriptor whose policy signatures do not verify.
+    verified = integrity.check(policy, cv, inp.memos)
+    # What was read was checked against the resource digests while loading (a mismatch never
+    # loads); whether a resource without one may be used is the policy's call.
+    digest_warnings = digests.enforce(
+        inp.loaded.digests, where, require=policy.source.requireDigests
+    )
+    flavour = choose_flavour(spec, deployable)
+    deploy_ns = inp.admission.deploy_namespace
+    ctx = Context(
+        inp.identity, spec, policy, deploy_ns, inp.repository, inp.admission.registry, flavour
+    )
+    src = _checked_source(inp, deployable, cd, flavour, where)
+    # Every image reference is resolved and parsed once, here, and used from this table by
+    # status, the pull secrets and the ConfigData engine.
+    # References outside the image allowlist become errors here (ocm/images.py).
+    table = allowlisted(
+        image_table(cv, allow_unpinned=policy.source.allowUnpinnedImages, memos=inp.memos),
+        images.allowed_hosts(policy),
+        f"component {cv.name}:{cv.version}",
+    )
+    image_list = status.images(cv.descriptor.resources, table)
+    mutation = _mutation(inp, flavour, deployable, cd, table)
+    image_hosts = images.pull_secret_hosts(
+        spec, policy, _image_hosts(inp, table), inp.repository.host
+    )
+    built, flux_objs = _build(inp, ctx, deployable, src, mutation, image_hosts)
+    planned = _usages(ctx, built, flux_objs)
+    desired, waits, gate, plan = _withhold(inp, built, flux_objs, planned, verified)
 
     ready = {k: readiness.is_ready(obj, inp.observed.get(k)) for k, obj in desired.items()}
-    blocked = readiness.first_blocker(desired, ready, inp.observed)
-    notes: list[Note] = [
-        Note("Warning", "AmbiguousNamespacePattern", w) for w in inp.admission.warnings
-    ]
-    notes.extend(digest_notes)
-    notes.extend(Note("Warning", "ConfigDataWarning", w) for w in mutation.warnings)
-    if gate.warning:
-        notes.append(Note("Warning", "DescriptorDigestUnchecked", gate.warning))
-    unused = unused_values_note(policy, flavour, cd, mutation)
-    if unused is not None:
-        notes.append(unused)
-    waited = sorted(set(waits.values()))
-    if blocked is not None and blocked.kind == "Namespace" and blocked.name in waited:
-        count = sum(1 for ns in waits.values() if ns == blocked.name)
-        why = f"not created yet; {count} composed objects wait for it"
-        blocked = readiness.Blocker("Namespace", blocked.name, None, "WaitingForNamespace", why)
-        why = f"{count} composed objects wait for Namespace {blocked.name}"
-        notes.append(Note("Normal", "WaitingForNamespace", why))
-    deployed = cv.version if plan.state == "current" else _deployed_version(inp.xr_status)
-    if plan.state != "current" and not gate.open:
-        if plan.state == "held":
-            kept = deployed or "their observed version"
-            why = (
-                f"Flux objects keep the source and values of {kept} until the OCM Component "
-                f"is ready for {cv.version}: {gate.why}"
-            )
-        else:
-            why = f"Flux objects wait for the OCM Component: {gate.why}"
-        if not waits:  # while Namespaces are awaited, that is the news
-            severity = "Normal" if gate.reason == "WaitingForOCMComponent" else "Warning"
-            notes.append(Note(severity, gate.reason, why))
-        if blocked is None:
-            comp = desired.get(ocmobjects.key_component(), {}).get("metadata", {})
-            name, ns = comp.get("name", ""), comp.get("namespace")
-            blocked = readiness.Blocker("Component", name, ns, gate.reason, why)
-    if blocked is None and plan.state == "withheld":  # defensive: always a blocker above
-        kind = flux.kind_of(flavour)
-        blocked = readiness.Blocker(kind, ctx.flux_name, deploy_ns, "Creating", "not created yet")
-
-    status: dict[str, Any] = {
-        "component": {
-            "name": cv.name,
-            "constraint": spec.component.version,
-            "version": cv.version,
-            "descriptorDigest": cv.descriptor_digest,
-            **(
-                {"normalisedDigest": verified.normalised.to_status()}
-                if verified.normalised is not None
-                else {}
-            ),
-            "repository": spec.component.repository,
-        },
-        "images": image_list,
-        "deploy": {
-            "namespace": deploy_ns,
-            "serviceAccount": ctx.deployer_name,
-            "fluxKind": flux.kind_of(flavour),
-            "fluxName": ctx.flux_name,
-            **({"version": deployed} if deployed else {}),
-        },
-        "configData": {
-            "resource": cd.name if cd else None,
-            "substitutions": [
-                {
-                    "rule": t.rule,
-                    "file": t.file,
-                    "document": t.document,
-                    "path": t.path,
-                    "value": _json_value(t.value),
-                }
-                for t in mutation.trace
-            ],
-            "skipped": list(mutation.skipped),
-            "unusedValues": list(mutation.unused_values),
-        },
-    }
-    pull_secret = flux.pull_secret_trace(ctx, flavour)
-    if pull_secret is not None:
-        status["deploy"]["pullSecret"] = pull_secret
-    if blocked is not None:
-        status["blockedBy"] = {
-            k: v
-            for k, v in (
-                ("kind", blocked.kind),
-                ("name", blocked.name),
-                ("namespace", blocked.namespace),
-                ("reason", blocked.reason),
-                ("message", blocked.message),
-            )
-            if v is not None
-        }
-    if cd is None:
-        del status["configData"]["resource"]
-    status["warnings"] = events.current_warnings(notes)
-    notes = events.to_emit(notes, blocked, inp.xr_status)
-    return CoreOutput(desired, ready, status, notes, blocked is None, blocked)
+    notes = status.findings(ctx, inp.admission.warnings, digest_warnings, mutation, cd, gate)
+    deployed = status.deployed_version(plan, cv.version, inp.xr_status)
+    first = readiness.first_blocker(desired, ready, inp.observed)
+    blocked, waiting = status.blocker(first, ctx, waits, plan, gate, desired, cv.version, deployed)
+    notes.extend(waiting)
+    normalised = verified.normalised
+    xr_status = status.build(
+        ctx, cv, normalised, image_list, deployed, cd, mutation, blocked, notes
+    )
+    emit = events.to_emit(notes, blocked, inp.xr_status)
+    return CoreOutput(desired, ready, xr_status, emit, blocked is None, blocked)

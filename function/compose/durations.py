@@ -10,7 +10,10 @@ consistent there. (Both checked against ESO v0.20.4 and source-controller v1.9.3
 suite, ``test_what_the_controllers_write_back_is_the_composed_spelling``.)
 
 This is Go's ``time.ParseDuration`` and ``Duration.String()`` on integer nanoseconds, so the
-result is exactly what a Go controller would print; no library offers the Go spelling.
+result is exactly what a Go controller would print. Hand-written because ``durationpy``
+(0.11) does not print Go's spelling: ``1h`` stays ``1h`` (Go: ``1h0m0s``), ``1.5ms`` becomes
+``1ms500us``, zero ``0`` (Go: ``0s``), and it parses through float microseconds and accepts
+units Go refuses (``3d``).
 """
 
 from __future__ import annotations

@@ -18,10 +18,14 @@ from typing import Any, Literal
 
 from function.compose.readiness import Blocker
 
+Severity = Literal["Normal", "Warning"]
+
 
 @dataclass(frozen=True)
 class Note:
-    severity: Literal["Normal", "Warning"]
+    """One finding of a reconcile, sent as an event of its ``severity`` when it is new."""
+
+    severity: Severity
     reason: str
     message: str
 

@@ -28,14 +28,17 @@ REFRESH = canonical("1h", "refreshInterval")  # 1h0m0s
 
 
 def key_repository() -> str:
+    """Composition-resource key of the repository credential's ExternalSecret."""
     return "externalsecret-repository"
 
 
 def key_pull(namespace: str) -> str:
+    """Composition-resource key of the pull credential's ExternalSecret in ``namespace``."""
     return names.key("externalsecret-pull", namespace)
 
 
 def key_service(namespace: str, name: str) -> str:
+    """Composition-resource key of a service secret's ExternalSecret."""
     return names.key("externalsecret", namespace, name)
 
 
@@ -125,6 +128,16 @@ def _check_unique_keys(index: int, data: Iterable[SecretData]) -> None:
 
 
 def build(ctx: Context, image_hosts: list[str]) -> collisions.Objects:
+    """The ExternalSecrets of one claim: the repository credential (deploy namespace), the pull
+    credential (every target namespace, for ``image_hosts`` only) and the service secrets.
+
+    Args:
+        ctx: The claim's context.
+        image_hosts: The registries the pull credential may be sent to (images.py).
+
+    Returns:
+        The objects by composition-resource key, each with the claim field that asked for it.
+    """
     out = collisions.Objects()
     creds = ctx.spec.credentials
     if creds and creds.repository:
@@ -148,7 +161,7 @@ def build(ctx: Context, image_hosts: list[str]) -> collisions.Objects:
                 out, {key_pull(ns.name): obj}, f"spec.credentials.pull (spec.namespaces[{i}])"
             )
     for i, s in enumerate(ctx.spec.secrets):
-        ns = s.namespace or ctx.primary_namespace
+        target = s.namespace or ctx.primary_namespace
         _check_unique_keys(i, s.data)
         template: dict[str, Any] = {"engineVersion": "v2", "metadata": {"labels": ctx.labels()}}
         if s.type:
@@ -167,8 +180,8 @@ def build(ctx: Context, image_hosts: list[str]) -> collisions.Objects:
         obj = {
             "apiVersion": API,
             "kind": "ExternalSecret",
-            "metadata": ctx.meta(ctx.names.service_externalsecret(ns, s.name), ns),
+            "metadata": ctx.meta(ctx.names.service_externalsecret(target, s.name), target),
             "spec": spec,
         }
-        collisions.merge(out, {key_service(ns, s.name): obj}, f"spec.secrets[{i}]")
+        collisions.merge(out, {key_service(target, s.name): obj}, f"spec.secrets[{i}]")
     return out

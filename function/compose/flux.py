@@ -19,6 +19,7 @@ from function.api.policy import RegistryPolicy
 from function.compose import names
 from function.compose.context import Context
 from function.compose.durations import canonical
+from function.configdata import paths
 from function.configdata.fluxmutation import FluxMutation
 from function.ocm.access import FluxSource
 
@@ -38,14 +39,17 @@ _POD_SPEC_PATHS = {
 
 
 def key_source() -> str:
+    """Composition-resource key of the OCIRepository."""
     return "flux-ocirepository"
 
 
 def key_release(flavour: str) -> str:
+    """Composition-resource key of the HelmRelease or Kustomization."""
     return "flux-helmrelease" if flavour == "helm" else "flux-kustomization"
 
 
 def kind_of(flavour: str) -> str:
+    """The Flux kind that deploys ``flavour``."""
     return "HelmRelease" if flavour == "helm" else "Kustomization"
 
 
@@ -78,24 +82,16 @@ def source(ctx: Context, src: FluxSource, entry: RegistryPolicy) -> dict[str, An
     }
 
 
-def _set_path(values: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = [p for p in dotted.split(".") if p]
-    node = values
-    for p in parts[:-1]:
-        nxt = node.get(p)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            node[p] = nxt
-        node = nxt
-    node[parts[-1]] = value
-
-
 def helm_release(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
+    """The HelmRelease: the chart from the OCIRepository, the ConfigData's values (plus the pull
+    Secret where the policy says), installed as the deployer into the first target namespace.
+    """
     f = ctx.policy.flux
     values: dict[str, Any] = json.loads(json.dumps(dict(mutation.helm_values)))
     creds = ctx.spec.credentials
     if creds and creds.pull:
-        _set_path(values, ctx.policy.rbac.helmPullSecretsPath, [{"name": ctx.pull_secret_name}])
+        where = paths.dotted(ctx.policy.rbac.helmPullSecretsPath)
+        paths.set_value(values, where, [{"name": ctx.pull_secret_name}], clear=True)
     install: dict[str, Any] = {"strategy": {"name": f.install.strategy}, "crds": f.install.crds}
     if f.install.disableWait:
         install["disableWait"] = True
@@ -163,6 +159,9 @@ def pull_secret_trace(ctx: Context, flavour: str) -> dict[str, Any] | None:
 
 
 def kustomization(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
+    """The Kustomization: the directory from the OCIRepository with the ConfigData's patches
+    (plus the pull Secret on every pod spec), applied as the deployer.
+    """
     f = ctx.policy.flux
     patches = [dict(p) for p in mutation.kustomize_patches]
     creds = ctx.spec.credentials
@@ -192,5 +191,13 @@ def kustomization(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
 def build(
     ctx: Context, src: FluxSource, entry: RegistryPolicy, mutation: FluxMutation
 ) -> dict[str, dict[str, Any]]:
+    """The Flux objects of one claim: the OCIRepository and the release of ``ctx.flavour``.
+
+    Args:
+        ctx: The claim's context.
+        src: Where the deployable lives (url, digest, layer).
+        entry: The policy entry for the source's host (TLS settings).
+        mutation: What the ConfigData engine made of the claim's values.
+    """
     release = helm_release(ctx, mutation) if ctx.flavour == "helm" else kustomization(ctx, mutation)
     return {key_source(): source(ctx, src, entry), key_release(ctx.flavour): release}

@@ -133,6 +133,10 @@ def namespace_waits(
 
 @dataclass(frozen=True)
 class Gate:
+    """Whether the OCM gate lets Flux deploy this version, and if not, why (``reason``, the
+    event and blocker reason); ``warning`` when it opens without checking the digest.
+    """
+
     open: bool
     why: str = ""
     reason: str = "WaitingForOCMComponent"

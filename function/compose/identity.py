@@ -36,6 +36,8 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 @dataclass(frozen=True)
 class Identity:
+    """Who a composite belongs to: the claim (or the XR without one) and its tenant."""
+
     namespace: str  # "" for an XR without a claim
     name: str
     xr_name: str
@@ -49,13 +51,16 @@ class Identity:
         return ("claim", self.namespace, self.name) if self.namespace else ("xr", self.name)
 
     def digest(self, *role: str) -> str:
+        """A 100-bit digest of this identity and ``role``: the hash in every derived name."""
         return names.digest(*self.parts(), *role)
 
     @property
     def claim_id(self) -> str:
+        """The ``sack8s.io/owner`` label value: selects what this claim composed."""
         return self.digest("claim")
 
     def labels(self) -> dict[str, str]:
+        """Ownership labels: managed-by, the claim's name (cut to fit a label) and owner digest."""
         out = {
             names.LABEL_MANAGED_BY: names.MANAGED_BY,
             names.LABEL_CLAIM_NAME: names.label_value(self.name),
@@ -66,6 +71,7 @@ class Identity:
         return out
 
     def annotations(self) -> dict[str, str]:
+        """The exact claim namespace and name, which labels cannot always hold."""
         out = {names.ANNOTATION_CLAIM_NAME: self.name}
         if self.namespace:
             out[names.ANNOTATION_CLAIM_NAMESPACE] = self.namespace
@@ -96,6 +102,7 @@ class Identity:
         )
 
     def describe(self) -> str:
+        """``claim ns/name`` or ``XR name``, for messages."""
         return f"claim {self.namespace}/{self.name}" if self.is_claim else f"XR {self.xr_name}"
 
 
@@ -127,6 +134,13 @@ def _xr_tenant(labels: Mapping[str, Any], xr_name: str) -> str:
 
 
 def identity_of(xr: Mapping[str, Any]) -> Identity:
+    """The identity of an observed composite: its claim (``spec.claimRef``, or its own namespace
+    for a namespaced XR), else the XR itself with the tenant its ``sack8s.io/tenant`` label
+    names.
+
+    Raises:
+        InvalidClaim: when the ``sack8s.io/tenant`` label names no namespace.
+    """
     meta = xr.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     xr_name = str(meta.get("name") or "")

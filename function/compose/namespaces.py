@@ -20,6 +20,7 @@ PSA_PREFIX = "pod-security.kubernetes.io/"
 
 
 def key_deploy() -> str:
+    """Composition-resource key of the per-claim deploy Namespace."""
     return "deploy-namespace"
 
 
@@ -68,6 +69,7 @@ def _namespace(ctx: Context, name: str, extra: Mapping[str, str]) -> dict[str, A
 
 
 def owned_by(ctx: Context, obj: Mapping[str, Any] | None) -> bool:
+    """Whether a live Namespace was composed for this very claim."""
     return ctx.identity.owns(obj)
 
 

@@ -23,6 +23,8 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 @dataclass(frozen=True)
 class ObjectNames:
+    """Every object name derived for one claim: ``<readable>-<hash of identity and role>``."""
+
     identity: Identity
 
     def _name(self, role: str, *scope: str, limit: int = names.NAME_MAX) -> str:
@@ -32,6 +34,7 @@ class ObjectNames:
 
     @property
     def serviceaccount(self) -> str:
+        """The deployer ServiceAccount."""
         return self._name("deployer")
 
     def role(self, namespace: str) -> str:
@@ -45,6 +48,7 @@ class ObjectNames:
 
     @property
     def repository_secret(self) -> str:
+        """The Secret with the OCM repository credential (deploy namespace)."""
         return self._name("repository")
 
     @property
@@ -53,9 +57,11 @@ class ObjectNames:
         return self._name("pull")
 
     def pull_externalsecret(self, namespace: str) -> str:
+        """The ExternalSecret writing the pull Secret in ``namespace``."""
         return self._name("pull", namespace)
 
     def service_externalsecret(self, namespace: str, secret: str) -> str:
+        """The ExternalSecret of service secret ``secret`` in ``namespace``."""
         return names.hashed(
             f"{self.identity.name}-{secret}", self.identity.digest("secret", namespace, secret)
         )
@@ -93,6 +99,7 @@ class ObjectNames:
         return self.deployment
 
     def usage(self, key: str, of_kind: str) -> str:
+        """The Usage protecting the object under composition key ``key``."""
         return names.hashed(
             f"{self.identity.name}-{of_kind.lower()}", self.identity.digest("usage", key)
         )

@@ -27,14 +27,17 @@ API = "delivery.ocm.software/v1alpha1"
 
 
 def key_repository() -> str:
+    """Composition-resource key of the OCM Repository."""
     return "ocm-repository"
 
 
 def key_component() -> str:
+    """Composition-resource key of the OCM Component (the one the gate watches)."""
     return "ocm-component"
 
 
 def key_resource() -> str:
+    """Composition-resource key of the OCM Resource."""
     return "ocm-resource"
 
 
@@ -85,6 +88,14 @@ def tracked_identity(ctx: Context, deployable: Resource) -> dict[str, str]:
 
 
 def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str, dict[str, Any]]:
+    """The OCM controller's objects (Repository, Component, Resource) for the deployable, so
+    the controller verifies what Flux will deploy (the OCM gate waits for the Component).
+
+    Args:
+        ctx: The claim's context.
+        cv: The resolved component version.
+        deployable: The resource Flux deploys.
+    """
     # The OCM controller writes spec.interval back as Go prints it (10m -> 10m0s), so compose that.
     interval = canonical(ctx.policy.ocm.interval, "ocm.interval")
     repo_spec: dict[str, Any] = {

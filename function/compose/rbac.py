@@ -25,14 +25,17 @@ _RW = ["get", "list", "watch", "create", "update", "patch", "delete"]
 
 
 def key_serviceaccount() -> str:
+    """Composition-resource key of the deployer ServiceAccount."""
     return "serviceaccount-deployer"
 
 
 def key_role(namespace: str | None) -> str:
+    """Composition-resource key of the deployer Role in ``namespace`` (None: Helm's storage)."""
     return "role-deploy" if namespace is None else names.key("role", namespace)
 
 
 def key_rolebinding(namespace: str | None) -> str:
+    """Composition-resource key of the RoleBinding beside :func:`key_role`."""
     return "rolebinding-deploy" if namespace is None else names.key("rolebinding", namespace)
 
 
@@ -63,6 +66,13 @@ def _role_pair(
 
 
 def build(ctx: Context) -> collisions.Objects:
+    """The deployer: a ServiceAccount without a token, and in every target namespace a Role
+    with the policy's rules and the claim's extra rules, bound to it; with Helm, the rights on
+    its release storage Secrets (in the deploy namespace, or the first target namespace).
+
+    Returns:
+        The objects by composition-resource key.
+    """
     out = collisions.objects(
         (
             key_serviceaccount(),

@@ -19,7 +19,8 @@ from typing import Any
 
 NO_READY_CONDITION = {"Namespace", "ServiceAccount", "Role", "RoleBinding"}
 
-# Deployment order: what has to be ready first is reported first.
+# Deployment order: what has to be ready first is reported first. (edge/settle.py lists some
+# of these kinds again, deliberately: which of them report observedGeneration is another fact.)
 ORDER = [
     "Namespace",
     "ServiceAccount",
@@ -39,6 +40,8 @@ ORDER = [
 
 @dataclass(frozen=True)
 class Blocker:
+    """The object that keeps the XR from being ready, with its Ready reason and message."""
+
     kind: str
     name: str
     namespace: str | None
@@ -47,6 +50,7 @@ class Blocker:
 
 
 def ready_condition(observed: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The ``Ready`` condition of an observed object, if it has one."""
     for c in ((observed or {}).get("status") or {}).get("conditions") or []:
         if isinstance(c, Mapping) and c.get("type") == "Ready":
             return c
@@ -54,6 +58,9 @@ def ready_condition(observed: Mapping[str, Any] | None) -> Mapping[str, Any] | N
 
 
 def is_ready(desired: Mapping[str, Any], observed: Mapping[str, Any] | None) -> bool:
+    """Whether an observed object counts as ready: it exists, and its Ready condition is True
+    where its kind has one.
+    """
     if observed is None:
         return False
     if desired["kind"] in NO_READY_CONDITION:
@@ -63,6 +70,9 @@ def is_ready(desired: Mapping[str, Any], observed: Mapping[str, Any] | None) -> 
 
 
 def blocker(desired: Mapping[str, Any], observed: Mapping[str, Any] | None) -> Blocker:
+    """Why one composed object is not ready: ``Creating`` until observed, else its own Ready
+    reason and message (cut to 500 characters).
+    """
     meta = desired["metadata"]
     if observed is None:
         return Blocker(
@@ -79,6 +89,7 @@ def first_blocker(
     ready: Mapping[str, bool],
     observed: Mapping[str, Mapping[str, Any]],
 ) -> Blocker | None:
+    """The first not-ready object in deployment order (:data:`ORDER`, then key), or None."""
     pending = [k for k in desired if not ready.get(k)]
     if not pending:
         return None

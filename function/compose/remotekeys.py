@@ -83,6 +83,12 @@ def prefix(template: str, identity: Identity, where: str) -> tuple[list[str], bo
 
 
 def covered(parts: list[str], allowed: tuple[list[str], bool]) -> bool:
+    """Whether key segments ``parts`` lie under an allowed prefix (whole segments only).
+
+    Args:
+        parts: The key's segments.
+        allowed: A prefix's segments and whether only keys strictly below it are allowed.
+    """
     segs, below = allowed
     if not segs:
         return False

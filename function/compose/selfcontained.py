@@ -27,10 +27,11 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
-from function.cache import Memos, files_digest, memo, tables
+from function.cache import Memos, files_digest, memo
 from function.errors import ComponentError, SackError
+from function.ocm.access import Flavour
 from function.yamlio import load_one
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -55,8 +56,6 @@ _REMOTE_MARKERS = ("?ref=", "?version=", "?submodules=", "?timeout=", "git::", "
 _KNOWN_HOSTS = ("github.com/", "gitlab.com/", "bitbucket.org/", "dev.azure.com/")
 MAX_KUSTOMIZATIONS = 256
 
-Flavour = Literal["helm", "kustomize"]
-
 
 @dataclass(frozen=True)
 class Problem:
@@ -67,6 +66,7 @@ class Problem:
     message: str
 
     def text(self) -> str:
+        """``file: entry: message``, as errors show it."""
         return f"{self.file}: {self.entry}: {self.message}"
 
 
@@ -354,6 +354,14 @@ def helm_problems(files: Mapping[str, bytes]) -> list[Problem]:
 def problems(
     flavour: Flavour, files: Mapping[str, bytes], path: str | None, memos: Memos | None = None
 ) -> list[Problem]:
+    """Every reference in the deployable that would make Flux fetch from elsewhere.
+
+    Args:
+        flavour: ``helm`` or ``kustomize``.
+        files: The deployable's files by path.
+        path: The Kustomize directory built (``spec.deploy.path``); None for Helm.
+        memos: The edge's memo tables (parsed kustomizations), None to compute.
+    """
     return helm_problems(files) if flavour == "helm" else kustomize_problems(files, path, memos)
 
 
@@ -365,7 +373,6 @@ def _memoised(
     shares that digest), so a warm reconcile does not parse the kustomizations or Chart.yaml
     again.
     """
-    memos = tables(memos)
     if memos is None or not (
         isinstance(files, MappingProxyType) and all(type(v) is bytes for v in files.values())
     ):

@@ -34,10 +34,10 @@ Crossplane's controller reference, on the object itself: namespaces.observed_own
 from __future__ import annotations
 
 import fnmatch
+import importlib
 import re
 import re._constants as _c
 from collections.abc import Mapping
-from re import _parser
 from typing import Any
 
 from function.api.claim import Spec
@@ -45,6 +45,9 @@ from function.api.policy import DEFAULT_FORBIDDEN, Policy
 from function.compose import names
 from function.compose.identity import LABEL_XR_TENANT, Identity, owner_of
 from function.errors import InvalidClaim, InvalidPolicy, PolicyViolation
+
+# typeshed has no stub for the private re._parser: imported by name, its functions are Any.
+_parser = importlib.import_module("re._parser")
 
 
 def compiled(pattern: str, identity: Identity, field: str) -> re.Pattern[str]:
@@ -160,6 +163,9 @@ def ambiguity_warnings(policy: Policy) -> list[str]:
 
 
 def forbidden_pattern(policy: Policy, name: str) -> str | None:
+    """The first forbidden-namespace pattern (built-in or the policy's) ``name`` matches, or
+    None: no claim may reach such a namespace.
+    """
     for pattern in [*DEFAULT_FORBIDDEN, *policy.namespaces.forbidden]:
         if fnmatch.fnmatchcase(name, pattern):
             return pattern

@@ -71,38 +71,32 @@ def _ref(obj: Mapping[str, Any], *, with_namespace: bool) -> dict[str, Any]:
 
 
 def key_usage(key: str) -> str:
+    """Composition-resource key of the Usage protecting the object under ``key``."""
     return names.key("usage", key)
 
 
 def key_cluster_usage(by_key: str) -> str:
+    """Composition-resource key of the ClusterUsage ``by`` the Namespace under ``by_key``."""
     return names.key("clusterusage", by_key)
 
 
 def _usage(
-    ctx: Context, key: str, of: Mapping[str, Any], by: Mapping[str, Any], reason: str
+    ctx: Context, of: Mapping[str, Any], by: Mapping[str, Any], reason: str, *, key: str | None
 ) -> dict[str, Any]:
+    """A Usage of ``of`` (composition key ``key``) in the namespace of ``by``; with no
+    ``key``, a ClusterUsage relating two cluster-scoped objects.
+    """
+    if key is None:
+        kind, meta = "ClusterUsage", ctx.meta(ctx.names.cluster_usage(by["metadata"]["name"]))
+    else:
+        name = ctx.names.usage(key, of["kind"])
+        kind, meta = "Usage", ctx.meta(name, by["metadata"]["namespace"])
     return {
         "apiVersion": API,
-        "kind": "Usage",
-        "metadata": ctx.meta(ctx.names.usage(key, of["kind"]), by["metadata"]["namespace"]),
+        "kind": kind,
+        "metadata": meta,
         "spec": {
-            "of": _ref(of, with_namespace=True),
-            "by": _ref(by, with_namespace=False),
-            "reason": reason,
-            "replayDeletion": True,
-        },
-    }
-
-
-def _cluster_usage(
-    ctx: Context, of: Mapping[str, Any], by: Mapping[str, Any], reason: str
-) -> dict[str, Any]:
-    return {
-        "apiVersion": API,
-        "kind": "ClusterUsage",
-        "metadata": ctx.meta(ctx.names.cluster_usage(by["metadata"]["name"])),
-        "spec": {
-            "of": _ref(of, with_namespace=False),
+            "of": _ref(of, with_namespace=key is not None),
             "by": _ref(by, with_namespace=False),
             "reason": reason,
             "replayDeletion": True,
@@ -126,7 +120,7 @@ def build(
                 out.append(
                     Planned(
                         key_usage(key),
-                        _usage(ctx, key, obj, release, reason),
+                        _usage(ctx, obj, release, reason, key=key),
                         key,
                         release_key,
                     )
@@ -141,7 +135,7 @@ def build(
                 out.append(
                     Planned(
                         key_cluster_usage(key),
-                        _cluster_usage(ctx, deploy, obj, reason),
+                        _usage(ctx, deploy, obj, reason, key=None),
                         deploy_namespace_key,
                         key,
                     )

@@ -57,6 +57,12 @@ _WHERE = re.compile(
 
 @dataclass(frozen=True)
 class Finding:
+    """One problem ``sack8s check`` reports: how bad, which rule, file and path, and what.
+
+    Frozen (hashable) so that a problem found both rule by rule and by the engine's own run
+    is reported once.
+    """
+
     severity: Severity
     rule: (
         str  # "localization[0].tag", "configuration.rules[1]", "configuration.schema", "ConfigData"
@@ -66,6 +72,11 @@ class Finding:
     message: str = ""
 
     def line(self) -> str:
+        """The finding as one output line, ``severity: rule: file: path: message``.
+
+        The message's line breaks and runs of blanks are folded, so every finding stays on one
+        line for ``grep`` and CI logs.
+        """
         message = " ".join(self.message.split())
         return f"{self.severity}: {self.rule}: {self.file}: {self.path}: {message}"
 
@@ -185,12 +196,13 @@ def check(
     # The engine end to end, as the function runs it (per deployable), and its plan on its own:
     # their warnings, and errors not reported yet.
     runs: list[Any] = []
+    table: ImageTable = {} if images is None else images  # no component: no images
     if component is not None:
         for d in deployables:
             if d.flavour is not None:
                 runs.append(
                     lambda d=d: mutation_for(
-                        d.flavour, configdata, component, d.files, values, images=images
+                        d.flavour, configdata, component, d.files, values, images=table
                     ).warnings
                 )
     localize = component is not None
@@ -200,7 +212,7 @@ def check(
             cd,
             component=component,
             values=values,
-            images=images,
+            images=table,
             localize=localize,
             configure=configure,
         )
@@ -524,6 +536,14 @@ def _configuration(
 
 
 def has_errors(findings: Iterable[Finding]) -> bool:
+    """Whether any finding is an error: ``sack8s check`` fails on errors, not on warnings.
+
+    Args:
+        findings: What :func:`check` returned.
+
+    Returns:
+        True when at least one finding has severity ``error``.
+    """
     return any(f.severity == "error" for f in findings)
 
 

@@ -213,13 +213,6 @@ def violations(validator: Any, instance: Any, *, label: str, skip_required: bool
     return [f"{_value_path(label, e.absolute_path)}: {_message(e)}" for e in errors]
 
 
-def validate(validator: Any, instance: Any, *, label: str, skip_required: bool) -> None:
-    shown = violations(validator, instance, label=label, skip_required=skip_required)
-    if shown:
-        more = f" (and {len(shown) - MAX_ERRORS} more)" if len(shown) > MAX_ERRORS else ""
-        raise InvalidValues(SCHEMA_WHERE, "; ".join(shown[:MAX_ERRORS]) + more)
-
-
 # --------------------------------------------------------------------------- the document
 
 
@@ -262,6 +255,10 @@ def _has(tree: Any, parts: tuple[Any, ...]) -> bool:
 
 @dataclass(frozen=True)
 class Configured:
+    """What :func:`configure` gives back: the rules' substitutions, the findings on the way,
+    and the merged values, evaluated, as the schema saw them (:func:`merged_values`).
+    """
+
     substitutions: tuple[Substitution, ...]
     findings: tuple[Finding, ...]
     values: Mapping[str, Any]  # the merged values, evaluated (what the schema saw)

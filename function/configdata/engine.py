@@ -37,6 +37,11 @@ class Plan:
     findings: tuple[Finding, ...] = ()
 
     def all_findings(self) -> tuple[Finding, ...]:
+        """:attr:`findings` plus every substitution's own warning, as findings.
+
+        For tools that judge the ConfigData as a whole (``sack8s check``), where it does not
+        matter which deployable a rule would be applied to.
+        """
         subs = tuple(
             Finding(
                 "Rule",
@@ -58,15 +63,15 @@ def plan(
     values: Mapping[str, Any] | None = None,
     localize: bool = True,
     configure: bool = True,
-    images: ImageTable | None = None,
+    images: ImageTable,
     only_file: str | None = None,
     schema_violations: SchemaViolations = "Fatal",
     memos: Memos | None = None,
 ) -> Plan:
     """Every substitution the ConfigData asks for, localization first (upstream order).
 
-    ``images``: the request's image table, as the caller built it (None: see
-    :func:`function.configdata.localize.plan_localization`).
+    ``images``: the request's image table, as the caller built it
+    (:func:`function.ocm.images.image_table`; empty when there is no component).
     ``schema_violations="Warning"`` (the ops policy switch, the CLI flag) turns schema
     violations of the values into findings instead of an error. ``memos``: the edge's memo
     tables (:mod:`function.cache`).
@@ -92,6 +97,10 @@ def plan(
 
 @dataclass(frozen=True)
 class FileResult:
+    """One file after :func:`apply_to_file`: its new text, the changes made (for the trace),
+    the substitutions addressing other files, and what applying found.
+    """
+
     text: str
     changes: tuple[Change, ...]
     not_applicable: tuple[Substitution, ...]

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from function import budgets
-from function.cache import Memos, approx_size, digest, files_digest, tables
+from function.cache import Memos, approx_size, digest, files_digest
 from function.configdata import helm, kustomize
 from function.configdata.configure import SchemaViolations
 from function.configdata.engine import plan
@@ -36,7 +36,7 @@ from function.configdata.suggestions import suggestion_for
 from function.configdata.unused import unused_hint, unused_values
 from function.configdata.yamlfile import YamlFile, apply, load_file
 from function.errors import InvalidConfigData, SackError
-from function.ocm.images import ImageTable, image_table
+from function.ocm.images import ImageTable
 from function.ocm.model import ComponentVersion
 from function.yamlio import YamlError, load_one
 
@@ -119,7 +119,6 @@ def mutate(inp: MutationInput, memos: Memos | None = None) -> FluxMutation:
     """
     if inp.flavour not in ("helm", "kustomize"):
         raise ValueError(f"unknown flavour {inp.flavour!r}")
-    memos = tables(memos)
     key = _memo_key(inp, memos) if memos else None
     if memos is not None and key is not None:
         hit = memos.mutations.get(key)
@@ -179,12 +178,12 @@ def mutation_for(
     values: Mapping[str, Any] | None,
     *,
     configdata_name: str = "ConfigData",
-    images: ImageTable | None = None,
+    images: ImageTable,
     schema_violations: SchemaViolations = "Fatal",
     memos: Memos | None = None,
 ) -> FluxMutation:
-    """:func:`mutate` with the inputs spelled out (for callers outside the core; ``images``
-    None: :func:`function.ocm.images.image_table` of ``component`` with no policy).
+    """:func:`mutate` with the inputs spelled out (for callers outside the core; ``images``:
+    :func:`function.ocm.images.image_table` of ``component``, built once by the caller).
     """
     return mutate(
         MutationInput(
@@ -193,7 +192,7 @@ def mutation_for(
             component,
             files,
             values,
-            image_table(component, memos=memos) if images is None else images,
+            images,
             configdata_name,
             schema_violations,
         ),

@@ -32,6 +32,9 @@ VALUES_FILE = "values.yaml"
 
 
 def is_helm_release(doc: Any) -> bool:
+    """Whether ``doc`` is a Flux HelmRelease: a chart may ship one, and rules may target its
+    ``spec.values`` (any API version of ``helm.toolkit.fluxcd.io``).
+    """
     return (
         isinstance(doc, dict)
         and doc.get("kind") == "HelmRelease"
@@ -99,6 +102,15 @@ def helm_plain(node: Any) -> Any:
 
 
 def values_steps(change: Change, role: str) -> tuple[Any, ...]:
+    """The change's path inside the Helm values: a HelmRelease path drops ``spec.values``.
+
+    Args:
+        change: A change resolved in ``values.yaml`` or in a HelmRelease.
+        role: What the file is to Helm (:func:`file_role`).
+
+    Returns:
+        The steps below the values' root.
+    """
     return change.path.steps[2:] if role == "helmrelease" else change.path.steps
 
 

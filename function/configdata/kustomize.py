@@ -28,6 +28,9 @@ KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization
 
 
 def is_kustomization(doc: Any) -> bool:
+    """Whether ``doc`` is a Kustomization or a Kustomize Component: Kustomize's own input,
+    which Flux patches cannot address.
+    """
     return (
         isinstance(doc, dict)
         and doc.get("kind") in ("Kustomization", "Component")
@@ -50,6 +53,18 @@ def kustomizations_over(file: str, files: Mapping[str, Any]) -> list[str]:
 
 
 def check_file(sub: Substitution, docs: list[Any]) -> None:
+    """Refuse a rule on a kustomization file, before anything is written.
+
+    Flux patches the objects Kustomize builds, never Kustomize's own input, so a value
+    written there would silently do nothing.
+
+    Args:
+        sub: The substitution, for the error's rule, field and file.
+        docs: The documents of ``sub.file``.
+
+    Raises:
+        InvalidConfigData: ``sub.file`` is a kustomization file.
+    """
     if posixpath.basename(sub.file) in KUSTOMIZATION_FILES or any(
         is_kustomization(d) for d in docs
     ):

@@ -31,13 +31,23 @@ from function.configdata.paths import parse_path
 from function.configdata.substitution import Substitution
 from function.errors import InvalidConfigData, SackError, UnsupportedRule
 from function.ocm.imageref import DEFAULT_REGISTRY, BadReference, ImageRef, parse_reference
-from function.ocm.images import ImageTable, image_table
+from function.ocm.images import ImageTable
 from function.ocm.model import ComponentVersion, Resource
 from function.ocm.select import find_resource
 from function.ocm.source import resource_key
 
 
 def field_value(ref: ImageRef, field: str) -> str:
+    """The part of ``ref`` a localization rule's ``field`` writes.
+
+    Args:
+        ref: The localized image reference.
+        field: One of :data:`function.configdata.model.LOCALIZATION_FIELDS`.
+
+    Returns:
+        The name, registry, repository, fully qualified repository, or the tag pinned by
+        digest (``TAG@sha256:…``).
+    """
     return {
         "image": ref.name,
         "registry": ref.registry,
@@ -71,6 +81,7 @@ class ImagePairDefect:
 
     @property
     def where(self) -> str:
+        """How the error names the defect: ConfigData, rule, field and file."""
         return f"{self.configdata} {self.rule}.{self.field} (file {self.file})"
 
     def __str__(self) -> str:
@@ -79,6 +90,10 @@ class ImagePairDefect:
 
 @dataclass(frozen=True)
 class Localized:
+    """What localization plans: substitutions in rule order, and the warnings on the way
+    (each is also on its substitution, for whoever applies it).
+    """
+
     substitutions: tuple[Substitution, ...]
     warnings: tuple[str, ...]
 
@@ -200,19 +215,17 @@ def registry_rules(cd: ConfigData) -> frozenset[RuleKey]:
 def plan_localization(
     cd: ConfigData,
     cv: ComponentVersion,
-    images: ImageTable | None = None,
+    images: ImageTable,
     *,
     only_file: str | None = None,
 ) -> Localized:
     """Every localization substitution, in rule order then field order.
 
-    ``images`` is the request's image table (None: :func:`function.ocm.images.image_table` of
-    ``cv`` with no policy, for a bare call; the core and the CLI pass the one they built).
+    ``images`` is the request's image table (:func:`function.ocm.images.image_table`), built
+    once by the caller: the core and the CLI pass the one they built.
     ``only_file`` restricts planning to the rules addressing that file (the CLI works on one
     file; rule numbers stay those of the ConfigData).
     """
-    if images is None:
-        images = image_table(cv)
     subs: list[Substitution] = []
     warnings: list[str] = []
     with_registry = registry_rules(cd)

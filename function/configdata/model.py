@@ -20,7 +20,15 @@ import json
 import posixpath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from function.cache import Memos, digest, memo
 from function.configdata.findings import Finding
@@ -46,17 +54,31 @@ def normalise_file(v: str) -> str:
 
 
 class ResourceItem(_Strict):
+    """The resource a localization rule takes its image from, as upstream's ``ResourceRef``.
+
+    ``referencePath`` is parsed only so that a rule using it is refused by name (resources of
+    referenced components are not supported).
+    """
+
     name: str = Field(min_length=1)
     extraIdentity: dict[str, str] = Field(default_factory=dict)
     referencePath: list[dict[str, Any]] | None = None
 
 
 class Mapping(_Strict):
+    """A CUE ``mapping`` of a localization rule: parsed only to be refused by name."""
+
     path: str = ""
     transform: str = ""
 
 
 class LocalizationRule(_Strict):
+    """One ``localization`` entry: which resource's image, written into which paths of a file.
+
+    Each non-empty field among :data:`LOCALIZATION_FIELDS` holds the path that receives that
+    part of the localized reference.
+    """
+
     name: str | None = None  # informational label (MPAS generator); ignored, as upstream does
     resource: ResourceItem | None = None  # required, except on (refused) CUE mapping rules
     file: str = Field(min_length=1)
@@ -76,6 +98,10 @@ class LocalizationRule(_Strict):
 
 
 class ConfigRule(_Strict):
+    """One ``configuration.rules`` entry: write ``value`` (spiff evaluated) at ``path`` of
+    ``file``.
+    """
+
     value: Any = None
     path: str = Field(min_length=1)
     file: str = Field(min_length=1)
@@ -84,6 +110,11 @@ class ConfigRule(_Strict):
 
 
 class Configuration(_Strict):
+    """The ``configuration`` section: values the rules read, their schema, and the rules.
+
+    ``schema`` is aliased to ``schema_`` because pydantic reserves the name.
+    """
+
     defaults: dict[str, Any] = Field(default_factory=dict)
     schema_: dict[str, Any] | bool | None = Field(default=None, alias="schema")
     rules: list[ConfigRule] = Field(default_factory=list)
@@ -95,6 +126,12 @@ class Configuration(_Strict):
 
 
 class ConfigData(_Strict):
+    """A whole ConfigData document, frozen (it is memoised and shared between requests).
+
+    Build one with :func:`parse_configdata`, which also records what loading found
+    (:attr:`findings`).
+    """
+
     apiVersion: str | None = None  # missing: accepted with a finding (upstream ignored it)
     kind: str | None = None
     metadata: dict[str, Any] | None = None
@@ -107,18 +144,12 @@ class ConfigData(_Strict):
         """What loading the file found (missing apiVersion/kind, YAML 1.1 scalars)."""
         return self._findings
 
-    @field_validator("apiVersion")
+    @field_validator("apiVersion", "kind")
     @classmethod
-    def _api(cls, v: str | None) -> str | None:
-        if v is not None and v != API_VERSION:
-            raise ValueError(f"must be {API_VERSION}, got {v!r}")
-        return v
-
-    @field_validator("kind")
-    @classmethod
-    def _kind(cls, v: str | None) -> str | None:
-        if v is not None and v != KIND:
-            raise ValueError(f"must be {KIND}, got {v!r}")
+    def _type_meta(cls, v: str | None, info: ValidationInfo) -> str | None:
+        expected = API_VERSION if info.field_name == "apiVersion" else KIND
+        if v is not None and v != expected:
+            raise ValueError(f"must be {expected}, got {v!r}")
         return v
 
     @field_validator("localization", mode="before")

@@ -33,6 +33,12 @@ MAX_PATH = 1024
 
 @dataclass(frozen=True)
 class Path:
+    """A parsed rule path: map keys (str) and list indexes (int), in order.
+
+    Parsed once (:func:`parse_path`) so that every applier walks the same steps, and printed
+    back in canonical yq form for messages.
+    """
+
     steps: tuple[Step, ...]
 
     def __str__(self) -> str:
@@ -177,10 +183,12 @@ class Reach:
 
     @property
     def exact(self) -> bool:
+        """Whether every step exists (the path replaces a value, creating nothing)."""
         return self.existing == self.total
 
     @property
     def missing(self) -> int:
+        """How many trailing map keys setting the path would create."""
         return self.total - self.existing
 
 
@@ -225,6 +233,11 @@ def _kind(node: Any) -> str:
 
 
 def get(doc: Any, path: Path, default: Any = None) -> Any:
+    """The value at ``path`` in ``doc``, or ``default`` where the path does not lead anywhere.
+
+    Never raises: callers use it for the old value of a trace and for what a Helm list holds,
+    where a missing path is an answer, not an error.
+    """
     node = doc
     for step in path.steps:
         try:
@@ -234,11 +247,25 @@ def get(doc: Any, path: Path, default: Any = None) -> Any:
     return node
 
 
-def set_value(doc: Any, path: Path, value: Any, *, make_map: Any = dict) -> tuple[Any, int]:
+def dotted(text: str) -> Path:
+    """A path an ops policy spells with dots only (``global.imagePullSecrets``): every segment a
+    map key, empty segments skipped, no quoting (policy paths are not yq text).
+    """
+    return Path(tuple(p for p in text.split(".") if p))
+
+
+def set_value(
+    doc: Any, path: Path, value: Any, *, make_map: Any = dict, clear: bool = False
+) -> tuple[Any, int]:
     """Write ``value`` at ``path``; returns (old value or None, number of keys created).
 
-    Raises :class:`PathMiss` when the path cannot be set (see :func:`reach`).
+    Raises :class:`PathMiss` when the path cannot be set (see :func:`reach`). With ``clear``
+    (a value the policy places, such as the Helm pull secrets, where no tenant content is to
+    be respected), whatever is in the way of a map key (a scalar, a list) is replaced by a new
+    map instead; ``path`` must then name map keys only.
     """
+    if clear:
+        return _set_clearing(doc, path, value, make_map)
     r = reach(doc, path)
     node = doc
     for step in path.steps[:-1]:
@@ -249,3 +276,19 @@ def set_value(doc: Any, path: Path, value: Any, *, make_map: Any = dict) -> tupl
     old = get(doc, path) if r.exact else None
     node[last] = value
     return old, r.missing
+
+
+def _set_clearing(doc: Any, path: Path, value: Any, make_map: Any) -> tuple[Any, int]:
+    node, created = doc, 0
+    for step in path.steps[:-1]:
+        nxt = node.get(step)
+        if not isinstance(nxt, MutableMapping):
+            nxt = make_map()
+            node[step] = nxt
+            created += 1
+        node = nxt
+    last = path.steps[-1]
+    old = node.get(last)
+    created += last not in node
+    node[last] = value
+    return old, created

@@ -11,6 +11,18 @@ from typing import Any
 
 
 def plain(node: Any) -> Any:
+    """``node`` as plain dicts, lists and scalars, with no ruamel types left inside.
+
+    Map keys that are not scalars become their text, and dates their ISO form, as JSON (Helm
+    values, patches, status) has no place for them.
+
+    Args:
+        node: A round-trip YAML node, or plain data.
+
+    Returns:
+        A copy of ``node`` made of ``dict``, ``list``, ``str``, ``int``, ``float``, ``bool``
+        and ``None`` only.
+    """
     if isinstance(node, dict):
         return {
             str(k) if not isinstance(k, str | int | float | bool) else k: plain(v)

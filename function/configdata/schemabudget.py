@@ -34,6 +34,7 @@ import jsonschema._utils
 import jsonschema.validators
 import re2
 from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
 
 from function import budgets
 
@@ -86,7 +87,7 @@ class _LinearRe:
 # jsonschema's pattern, patternProperties, additionalProperties and unevaluatedProperties
 # (every draft) call re.search in these three modules and nowhere else (jsonschema 4.x).
 for _module in (jsonschema._keywords, jsonschema._legacy_keywords, jsonschema._utils):
-    _module.re = _LinearRe()  # type: ignore[attr-defined]
+    _module.re = _LinearRe()
 
 
 def _schema_regexes(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
@@ -170,12 +171,15 @@ def _counted(fn: Any) -> Any:
 
 
 @lru_cache(maxsize=16)
-def bounded(cls: type) -> type:
+def bounded(cls: type[Validator]) -> type[Validator]:
     """``cls`` with every keyword counted against the step budget and uniqueItems hashed."""
     keywords = dict(cls.VALIDATORS)
     if "uniqueItems" in keywords:
         keywords["uniqueItems"] = _unique_items
-    return jsonschema.validators.extend(cls, {k: _counted(f) for k, f in keywords.items()})
+    extended: type[Validator] = jsonschema.validators.extend(
+        cls, {k: _counted(f) for k, f in keywords.items()}
+    )
+    return extended
 
 
 class Budget:

@@ -27,6 +27,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Substitution:
+    """One value to write at one path of one file, and the rule that asked for it.
+
+    Planning yields these without knowing the files; ``warning`` reaches the user only if
+    the substitution is applied (a rule for another deployable must not warn here).
+    """
+
     rule: str  # "localization[0]" / "configuration.rules[2]"
     field: str  # "image", "tag", ..., or "path" for configuration rules
     file: str
@@ -36,6 +42,7 @@ class Substitution:
 
     @property
     def where(self) -> str:
+        """How errors name this substitution: ConfigData, rule, field and file."""
         return f"ConfigData {self.rule}.{self.field} (file {self.file})"
 
 
@@ -50,16 +57,20 @@ class Change:
     kind: str | None = None  # kind/name of the KRM object, for logs
     name: str | None = None
 
+    # The substitution's fields, read through the change (alike by design).
     @property
     def rule(self) -> str:
+        """The rule that asked for the change (``localization[0]``, ``configuration.rules[2]``)."""
         return self.sub.rule
 
     @property
     def path(self) -> Path:
+        """Where in :attr:`document` the value was written."""
         return self.sub.path
 
     @property
     def value(self) -> Any:
+        """What was written (the substitution's value)."""
         return self.sub.value
 
 
@@ -93,12 +104,7 @@ def resolve_document(docs: list[Any], sub: Substitution) -> tuple[int, Reach]:
     if len(exact) == 1:
         return exact[0]
     if len(exact) > 1:
-        idx = ", ".join(str(i) for i, _ in exact)
-        raise InvalidConfigData(
-            sub.where,
-            f"path {path} exists in documents {idx}: ambiguous; split the file or make the path "
-            "unique",
-        )
+        raise _ambiguous(sub, "exists in documents", exact)
     best = max(r.existing for _, r in reaches)
     top = [(i, r) for i, r in reaches if r.existing == best]
     if best == 0:
@@ -107,13 +113,18 @@ def resolve_document(docs: list[Any], sub: Substitution) -> tuple[int, Reach]:
             f"path {path} exists in none of the {len(docs)} documents (not even its first key)",
         )
     if len(top) > 1:
-        idx = ", ".join(str(i) for i, _ in top)
-        raise InvalidConfigData(
-            sub.where,
-            f"path {path} is missing in every document and could be created in documents {idx}: "
-            "ambiguous; split the file or make the path unique",
-        )
+        raise _ambiguous(sub, "is missing in every document and could be created in documents", top)
     return top[0]
+
+
+def _ambiguous(
+    sub: Substitution, how: str, candidates: list[tuple[int, Reach]]
+) -> InvalidConfigData:
+    """Two documents fit the path equally well: refuse, naming them, rather than guess."""
+    idx = ", ".join(str(i) for i, _ in candidates)
+    return InvalidConfigData(
+        sub.where, f"path {sub.path} {how} {idx}: ambiguous; split the file or make the path unique"
+    )
 
 
 def _krm(doc: Any) -> tuple[str | None, str | None]:

@@ -12,6 +12,9 @@ and a close one is reported (never refused: the rule stays valid).
 to ``A`` or ``env`` next to ``dev`` is no typo, ``replcias``/``replicas``,
 ``imagePulPolicy``/``imagePullPolicy`` and ``Replicas``/``replicas`` are. Pure functions:
 callers pass the documents after the change, as lists and maps.
+
+The distance is rapidfuzz's ``OSA`` (C++): on every pair tried it gave the former
+hand-written version's results, several times faster.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class Suggestion:
 
     @property
     def message(self) -> str:
+        """:meth:`describe` for the plain ``ConfigData`` name (the engine's warning text)."""
         return self.describe()
 
     def describe(self, configdata: str = "ConfigData") -> str:
@@ -57,22 +61,23 @@ class Suggestion:
 
 
 def edit_distance(a: str, b: str, limit: int = MAX_DISTANCE) -> int:
-    """Optimal string alignment distance, or ``limit + 1`` as soon as it must exceed ``limit``."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cost = 0 if ca == cb else 1
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        if min(cur) > limit:
-            return limit + 1
-        prev2, prev = prev, cur
-    return prev[-1]
+    """Optimal string alignment distance, or ``limit + 1`` when it exceeds ``limit``.
+
+    Computed by rapidfuzz (``OSA``, C++), imported on first use: only a created or unknown key
+    needs it, and the ConfigData commands start faster without it.
+
+    Args:
+        a: One key.
+        b: The other key.
+        limit: The largest distance that matters to the caller.
+
+    Returns:
+        The distance (insertions, deletions, substitutions, adjacent transpositions), at most
+        ``limit + 1``.
+    """
+    from rapidfuzz.distance import OSA
+
+    return OSA.distance(a, b, score_cutoff=limit)
 
 
 def similar_keys(key: str, existing: Iterable[Any]) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from function.cache import Memos, digest, tables
+from function.cache import Memos, digest
 from function.configdata.paths import get
 from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution, apply_to_documents
@@ -109,7 +109,6 @@ def load_file(
     where ``copy.deepcopy`` does not).
     """
     load = _load_file if round_trip else _load_events
-    memos = tables(memos)
     if memos is None:
         return load(text, name, memos)
     key = (digest(text), name, round_trip)
@@ -181,6 +180,11 @@ def _is_json(text: str) -> bool:
 
 
 def dump_file(f: YamlFile) -> str:
+    """The text of ``f`` after changes, in the file's own style.
+
+    A JSON file stays JSON; a YAML file keeps its indentation, document start marker, leading
+    comments and quoting, so the diff a team reviews shows only the values that changed.
+    """
     if f.json:
         return json.dumps(plain(f.docs[0]), indent=2, ensure_ascii=False) + "\n"
     y = _rt()

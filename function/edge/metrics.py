@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import (
@@ -38,7 +38,7 @@ from prometheus_client import (
     generate_latest,
     start_http_server,
 )
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 ENV_ADDRESS = "SACK8S_METRICS_ADDRESS"
@@ -88,91 +88,94 @@ def observe_request(outcome: str, seconds: float, results: Iterable[tuple[int, s
 
 # -- cache statistics ----------------------------------------------------------------------
 
-_caches: weakref.WeakSet[Any] = weakref.WeakSet()
-_STAT_FIELDS = ("hits", "misses", "coalesced", "evictions", "expirations", "registry_requests")
+
+class _StatsCollector(Collector):
+    """Counters and a bytes gauge summed over every watched object of one kind.
+
+    The component cache, the kept answers and the memos each count the same way (a few
+    counters and the bytes they hold), so one collector reads all three; ``tables`` turns
+    a watched object into ``{label value: snapshot}`` (one unlabelled table where
+    ``label`` is None). Objects are held weakly: a dropped cache leaves the sums.
+    """
+
+    def __init__(
+        self,
+        prefix: str,
+        what: str,
+        fields: tuple[str, ...],
+        bytes_help: str,
+        tables: Callable[[Any], dict[str, dict[str, int]]],
+        label: str | None = None,
+    ) -> None:
+        self._prefix, self._what, self._fields = prefix, what, fields
+        self._bytes_help, self._tables, self._label = bytes_help, tables, label
+        self._watched: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def watch(self, obj: Any) -> None:
+        self._watched.add(obj)
+
+    def collect(self) -> Iterator[Metric]:
+        sums: dict[str, dict[str, int]] = {} if self._label else {"": {}}
+        for obj in list(self._watched):
+            for table, snap in self._tables(obj).items():
+                agg = sums.setdefault(table, {})
+                for k, v in snap.items():
+                    agg[k] = agg.get(k, 0) + v
+        labels = [self._label] if self._label else []
+        families: list[CounterMetricFamily | GaugeMetricFamily] = [
+            CounterMetricFamily(
+                f"{self._prefix}_{name}",
+                f"{self._what}: {name.replace('_', ' ')}.",
+                labels=labels,
+            )
+            for name in self._fields
+        ]
+        families.append(GaugeMetricFamily(f"{self._prefix}_bytes", self._bytes_help, labels=labels))
+        for fam, name in zip(families, (*self._fields, "bytes"), strict=True):
+            for table, agg in sorted(sums.items()):
+                fam.add_metric([table] if self._label else [], float(agg.get(name, 0)))
+            yield fam
+
+
+_CACHES = _StatsCollector(
+    "sack8s_cache",
+    "Component cache",
+    ("hits", "misses", "coalesced", "evictions", "expirations", "registry_requests"),
+    "Bytes held by the digest-keyed component cache.",
+    lambda c: {"": {**c.stats.snapshot(), "bytes": c.size_bytes}},
+)
+_RESPONSES = _StatsCollector(
+    "sack8s_responses",
+    "Answers kept for identical requests",
+    ("reused", "stored", "stale", "refused", "evictions"),
+    "Bytes held by the answers kept for identical requests.",
+    lambda r: {"": r.snapshot()},
+)
+_MEMOS = _StatsCollector(
+    "sack8s_memo",
+    "Memos of pure steps",
+    ("hits", "misses", "evictions"),
+    "Bytes held by the memos.",
+    lambda m: m.stats(),
+    label="table",
+)
+for _collector in (_CACHES, _RESPONSES, _MEMOS):
+    REGISTRY.register(_collector)
 
 
 def watch_cache(cache: Any) -> None:
     """Expose ``cache.stats`` (function.cache.Cache) through the metrics endpoint."""
-    _caches.add(cache)
-
-
-class _CacheCollector(Collector):
-    def collect(self):  # type: ignore[override]
-        caches = list(_caches)
-        for name in _STAT_FIELDS:
-            fam = CounterMetricFamily(
-                f"sack8s_cache_{name}", f"Component cache: {name.replace('_', ' ')}."
-            )
-            fam.add_metric([], float(sum(getattr(c.stats, name, 0) for c in caches)))
-            yield fam
-        size = GaugeMetricFamily(
-            "sack8s_cache_bytes", "Bytes held by the digest-keyed component cache."
-        )
-        size.add_metric([], float(sum(getattr(c, "size_bytes", 0) for c in caches)))
-        yield size
-
-
-REGISTRY.register(_CacheCollector())
-
-_responses: weakref.WeakSet[Any] = weakref.WeakSet()
-_RESPONSE_FIELDS = ("reused", "stored", "stale", "refused", "evictions")
+    _CACHES.watch(cache)
 
 
 def watch_responses(responses: Any) -> None:
     """Expose ``responses.stats`` (function.cache.Responses) through the metrics endpoint."""
-    _responses.add(responses)
-
-
-class _ResponsesCollector(Collector):
-    def collect(self):  # type: ignore[override]
-        snaps = [r.snapshot() for r in list(_responses)]
-        for name in _RESPONSE_FIELDS:
-            fam = CounterMetricFamily(
-                f"sack8s_responses_{name}",
-                f"Answers kept for identical requests: {name}.",
-            )
-            fam.add_metric([], float(sum(s.get(name, 0) for s in snaps)))
-            yield fam
-        size = GaugeMetricFamily(
-            "sack8s_responses_bytes", "Bytes held by the answers kept for identical requests."
-        )
-        size.add_metric([], float(sum(s.get("bytes", 0) for s in snaps)))
-        yield size
-
-
-REGISTRY.register(_ResponsesCollector())
-
-_memos: weakref.WeakSet[Any] = weakref.WeakSet()
+    _RESPONSES.watch(responses)
 
 
 def watch_memos(memos: Any) -> None:
     """Expose ``memos.stats()`` (function.cache.Memos) per table through the metrics endpoint."""
-    _memos.add(memos)
-
-
-class _MemoCollector(Collector):
-    def collect(self):  # type: ignore[override]
-        tables: dict[str, dict[str, int]] = {}
-        for m in list(_memos):
-            for table, snap in m.stats().items():
-                agg = tables.setdefault(table, {})
-                for k, v in snap.items():
-                    agg[k] = agg.get(k, 0) + v
-        for name in ("hits", "misses", "evictions"):
-            fam = CounterMetricFamily(
-                f"sack8s_memo_{name}", f"Memos of pure steps: {name}.", labels=["table"]
-            )
-            for table, agg in sorted(tables.items()):
-                fam.add_metric([table], float(agg.get(name, 0)))
-            yield fam
-        size = GaugeMetricFamily("sack8s_memo_bytes", "Bytes held by the memos.", labels=["table"])
-        for table, agg in sorted(tables.items()):
-            size.add_metric([table], float(agg.get("bytes", 0)))
-        yield size
-
-
-REGISTRY.register(_MemoCollector())
+    _MEMOS.watch(memos)
 
 
 # -- registry latency ----------------------------------------------------------------------

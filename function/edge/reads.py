@@ -99,7 +99,8 @@ def _xr(s: struct_pb2.Struct) -> None:
 
 
 def _observed(k: str, s: struct_pb2.Struct) -> None:
-    # The hot loop of a reused answer (one call per observed object): written out flat.
+    # The hot loop of a reused answer (one call per observed object): written out flat, so
+    # its three levels are deliberately alike (duplicates).
     f = s.fields
     spec_read = k in _SPEC_KEYS
     allowed = _TOP_SPEC if spec_read else _TOP

@@ -99,6 +99,7 @@ class ResourceSpec:
     image: str = ""  # imageReference, for an ociArtifact access
 
 
+# Deliberately alike (duplicates): what to build, beside model.Descriptor, what was read.
 @dataclass(frozen=True)
 class ComponentSpec:
     name: str

@@ -78,6 +78,7 @@ class CtfSource:
     it.
     """
 
+    # Deliberately alike (duplicates): the same options as directory.DirectorySource.
     def __init__(
         self,
         path: Path,

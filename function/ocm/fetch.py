@@ -115,6 +115,7 @@ async def resolve_version(
     )
 
 
+# Deliberately alike (duplicates): the keyword options resolve_version also takes.
 async def load_component(
     source: ComponentSource,
     component: str,

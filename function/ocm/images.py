@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from function.cache import Memos, tables
+from function.cache import Memos
 from function.errors import ComponentError, PolicyViolation, SackError
 from function.ocm.access import (
     LOCAL_BLOB,
@@ -155,7 +155,6 @@ def image_table(
     descriptor itself is compared too (hand-made descriptors may share a digest string), so
     a warm reconcile of a large component does not parse every image reference again.
     """
-    memos = tables(memos)
     if memos is None or not cv.descriptor_digest:
         return _image_table(cv, allow_unpinned=allow_unpinned)
     repo = cv.repository

@@ -267,48 +267,60 @@ def _provider(v: Any, *, as_map: bool, keep_null_value: bool) -> Any:
     return out
 
 
-def _v4alpha1(doc: Mapping[str, Any]) -> dict[str, Any]:
-    comp = _map(doc.get("component"))
+def _header(comp: Mapping[str, Any], *, legacy: bool) -> dict[str, Any]:
+    """Name, version, labels, creation time and provider, which both algorithms write alike
+    but for three legacy (v1) rules: null label values kept, the time rounded to the second,
+    and a provider that is a bare name written as the name.
+    """
     out: dict[str, Any] = {"name": _str(comp.get("name")), "version": _str(comp.get("version"))}
-    labels = _labels(comp.get("labels"), keep_null_value=False)
+    labels = _labels(comp.get("labels"), keep_null_value=legacy)
     if labels:
         out["labels"] = labels
     if comp.get("creationTime"):
-        out["creationTime"] = _str(comp.get("creationTime"))
-    out["provider"] = _provider(comp.get("provider"), as_map=True, keep_null_value=False)
-    resources = []
-    for r_raw in _list(comp.get("resources")):
-        r = _map(r_raw)
-        item = _element(r)
-        item["type"] = _str(r.get("type"))
-        item["relation"] = _str(r.get("relation"))
-        if r.get("digest") is not None and not _none_access(r):
-            item["digest"] = _digest_struct(r.get("digest"))
-        resources.append(item)
-    out["resources"] = resources
-    sources = []
-    for s_raw in _list(comp.get("sources")):
-        s = _map(s_raw)
-        item = _element(s)
-        item["type"] = _str(s.get("type"))
-        sources.append(item)
-    out["sources"] = sources
-    refs = []
-    for c_raw in _list(comp.get("componentReferences")):
-        c = _map(c_raw)
-        item = _element(c)
-        # The exclusion rules name "references", the v2 Go struct "componentReferences": the
-        # label rule never applies there, so a reference keeps all its labels (upstream code).
-        labels = [_label_struct(_map(lab)) for lab in _list(c.get("labels"))]
-        if labels:
-            item["labels"] = labels
-        else:
-            item.pop("labels", None)
-        item["componentName"] = _str(c.get("componentName"))
-        item["digest"] = _digest_struct(c.get("digest"))  # not a pointer: always present
-        refs.append(item)
-    out["componentReferences"] = refs
+        when = comp.get("creationTime")
+        out["creationTime"] = _rounded_time(when) if legacy else _str(when)
+    out["provider"] = _provider(comp.get("provider"), as_map=not legacy, keep_null_value=legacy)
+    return out
+
+
+def _v4alpha1(doc: Mapping[str, Any]) -> dict[str, Any]:
+    comp = _map(doc.get("component"))
+    out = _header(comp, legacy=False)
+    out["resources"] = [_v4alpha1_resource(_map(r)) for r in _list(comp.get("resources"))]
+    sources = map(_map, _list(comp.get("sources")))
+    out["sources"] = [{**_element(s), "type": _str(s.get("type"))} for s in sources]
+    out["componentReferences"] = [
+        _v4alpha1_reference(_map(c)) for c in _list(comp.get("componentReferences"))
+    ]
     return {"component": out}
+
+
+def _v4alpha1_resource(r: Mapping[str, Any]) -> dict[str, Any]:
+    item = {**_element(r), "type": _str(r.get("type")), "relation": _str(r.get("relation"))}
+    return _with_resource_digest(item, r)
+
+
+def _v4alpha1_reference(c: Mapping[str, Any]) -> dict[str, Any]:
+    item = _element(c)
+    # The exclusion rules name "references", the v2 Go struct "componentReferences": the
+    # label rule never applies there, so a reference keeps all its labels (upstream code).
+    labels = [_label_struct(_map(lab)) for lab in _list(c.get("labels"))]
+    if labels:
+        item["labels"] = labels
+    else:
+        item.pop("labels", None)
+    item["componentName"] = _str(c.get("componentName"))
+    item["digest"] = _digest_struct(c.get("digest"))  # not a pointer: always present
+    return item
+
+
+def _with_resource_digest(item: dict[str, Any], r: Mapping[str, Any]) -> dict[str, Any]:
+    """``item`` with the resource's declared digest, in both algorithms; a resource whose
+    access is none has no content, so its digest is left out.
+    """
+    if r.get("digest") is not None and not _none_access(r):
+        item["digest"] = _digest_struct(r.get("digest"))
+    return item
 
 
 def _legacy_extra_identity(resources: list[dict[str, Any]]) -> None:
@@ -330,44 +342,39 @@ def _legacy_extra_identity(resources: list[dict[str, Any]]) -> None:
 def _v1(doc: Mapping[str, Any]) -> dict[str, Any]:
     comp = _map(doc.get("component"))
     meta = _map(doc.get("meta"))
-    out: dict[str, Any] = {"name": _str(comp.get("name")), "version": _str(comp.get("version"))}
-    labels = _labels(comp.get("labels"), keep_null_value=True)
-    if labels:
-        out["labels"] = labels
-    if comp.get("creationTime"):
-        out["creationTime"] = _rounded_time(comp.get("creationTime"))
-    out["provider"] = _provider(comp.get("provider"), as_map=False, keep_null_value=True)
+    out = _header(comp, legacy=True)
     raw_resources = [dict(_map(r)) for r in _list(comp.get("resources"))]
     for r in raw_resources:
         r["name"] = _str(r.get("name"))
         r["version"] = _str(r.get("version"))
         r["extraIdentity"] = _identity(r.get("extraIdentity"))
     _legacy_extra_identity(raw_resources)
-    resources = []
-    for r in raw_resources:
-        item = _element(r, keep_null_value=True)
-        item.setdefault("extraIdentity", None)
-        item["type"] = _str(r.get("type"))
-        if r.get("relation"):
-            item["relation"] = _str(r.get("relation"))
-        if r.get("srcRef"):
-            item["srcRef"] = r.get("srcRef")
-        if r.get("digest") is not None and not _none_access(r):
-            item["digest"] = _digest_struct(r.get("digest"))
-        resources.append(item)
-    out["resources"] = resources
-    refs = []
-    for c_raw in _list(comp.get("componentReferences")):
-        c = _map(c_raw)
-        item = _element(c, keep_null_value=True)
-        item.setdefault("extraIdentity", None)
-        item["componentName"] = _str(c.get("componentName"))
-        if c.get("digest") is not None:
-            item["digest"] = _digest_struct(c.get("digest"))
-        refs.append(item)
-    out["componentReferences"] = refs
+    out["resources"] = [_v1_resource(r) for r in raw_resources]
+    out["componentReferences"] = [
+        _v1_reference(_map(c)) for c in _list(comp.get("componentReferences"))
+    ]
     schema = meta.get("schemaVersion", meta.get("configuredSchemaVersion"))
     return {"meta": {"schemaVersion": _str(schema)}, "component": out}
+
+
+def _v1_resource(r: Mapping[str, Any]) -> dict[str, Any]:
+    item = _element(r, keep_null_value=True)
+    item.setdefault("extraIdentity", None)
+    item["type"] = _str(r.get("type"))
+    if r.get("relation"):
+        item["relation"] = _str(r.get("relation"))
+    if r.get("srcRef"):
+        item["srcRef"] = r.get("srcRef")
+    return _with_resource_digest(item, r)
+
+
+def _v1_reference(c: Mapping[str, Any]) -> dict[str, Any]:
+    item = _element(c, keep_null_value=True)
+    item.setdefault("extraIdentity", None)
+    item["componentName"] = _str(c.get("componentName"))
+    if c.get("digest") is not None:
+        item["digest"] = _digest_struct(c.get("digest"))
+    return item
 
 
 # --------------------------------------------------------------------------- serialisations

@@ -9,11 +9,17 @@ versions are ignored for ranges, but an exact string still matches them.
 Supported: exact ``6.2.0``/``v6.2.0``; comparisons ``=``, ``!=``, ``>``, ``>=``, ``<``, ``<=``
 (``=<``, ``=>``); ``~6.2`` (``~>``), ``^6``; wildcards ``6.x``, ``6.2.*``, ``*``; partial versions
 ``6.2``; hyphen ranges ``6.2 - 6.4``; AND by comma or space, OR by ``||``. Highest match wins.
+
+Hand-written because no Python library speaks Masterminds: ``semver`` (3.1) matches one
+comparison, no ranges; ``node-semver`` (0.9) is npm's grammar, which has no ``!=`` or ``=<``
+and admits a pre-release only beside a comparator of the same ``major.minor.patch``
+(``>=6.2.0-0 <7`` never picks ``6.4.0-beta.1``, Masterminds and Flux do).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import total_ordering
 
@@ -139,6 +145,18 @@ def _upper(nums: list[int]) -> SemVer:
     return _floor(nums[0], nums[1], nums[2] + 1)
 
 
+_COMPARISONS = {"=", "!=", ">", ">=", "<", "<="}
+_EMPTY_WITH_STAR = {"!=", ">", "<"}  # != *, > * and < * match nothing
+# A comparison with a partial version compares with the range it stands for (6.2: 6.2.*):
+# above it, from it, below it, up to its end (= and != take the range itself).
+_PARTIAL_BOUND: dict[str, Callable[[list[int]], _Cmp]] = {
+    ">": lambda nums: (">=", _upper(nums)),
+    ">=": lambda nums: (">=", _floor(*nums)),
+    "<": lambda nums: ("<", _floor(*nums)),
+    "<=": lambda nums: ("<", _upper(nums)),
+}
+
+
 def _term(
     op: str, text: str, where: str, constraint: str
 ) -> tuple[list[_Cmp], list[tuple[_Cmp, ...]], bool]:
@@ -147,38 +165,17 @@ def _term(
     op = {"=>": ">=", "=<": "<=", "~>": "~", "": "=", "==": "="}.get(op, op)
     if len(nums) == 3:
         exact = SemVer(nums[0], nums[1], nums[2], pre)
-    if op == "=":
+    if op in _COMPARISONS:
         if not nums:
-            return [], [], has_pre
+            return ([("<", _floor(0))] if op in _EMPTY_WITH_STAR else []), [], has_pre
         if len(nums) == 3:
-            return [("==", exact)], [], has_pre
-        return [(">=", _floor(*nums)), ("<", _upper(nums))], [], has_pre
-    if op == "!=":
-        if not nums:
-            return [("<", _floor(0))], [], has_pre  # != * matches nothing
-        if len(nums) == 3:
-            return [("!=", exact)], [], has_pre
-        return [], [((">=", _floor(*nums)), ("<", _upper(nums)))], has_pre
-    if op == ">":
-        if not nums:
-            return [("<", _floor(0))], [], has_pre
-        if len(nums) == 3:
-            return [(">", exact)], [], has_pre
-        return [(">=", _upper(nums))], [], has_pre
-    if op == ">=":
-        if not nums:
-            return [], [], has_pre
-        return [(">=", exact if len(nums) == 3 else _floor(*nums))], [], has_pre
-    if op == "<":
-        if not nums:
-            return [("<", _floor(0))], [], has_pre
-        return [("<", exact if len(nums) == 3 else _floor(*nums))], [], has_pre
-    if op == "<=":
-        if not nums:
-            return [], [], has_pre
-        if len(nums) == 3:
-            return [("<=", exact)], [], has_pre
-        return [("<", _upper(nums))], [], has_pre
+            return [("==" if op == "=" else op, exact)], [], has_pre
+        inside = ((">=", _floor(*nums)), ("<", _upper(nums)))
+        if op == "=":
+            return list(inside), [], has_pre
+        if op == "!=":
+            return [], [inside], has_pre
+        return [_PARTIAL_BOUND[op](nums)], [], has_pre
     if op == "~":
         if not nums:
             return [], [], has_pre

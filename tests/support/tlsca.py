@@ -118,3 +118,13 @@ def client_cert(pki: TestPki, directory: Path, cn: str = "crossplane") -> tuple[
         )
     )
     return cert_file, key_file
+
+
+def tls_certs_dir(pki: TestPki, directory: Path) -> Path:
+    """The server's certificate, key and CA as ``--tls-certs-dir`` reads them (tls.crt, tls.key,
+    ca.crt: the names Crossplane's function TLS Secret uses)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "tls.crt").write_bytes(pki.cert_file.read_bytes())
+    (directory / "tls.key").write_bytes(pki.key_file.read_bytes())
+    (directory / "ca.crt").write_text(pki.ca_pem)
+    return directory
