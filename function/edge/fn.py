@@ -164,6 +164,24 @@ INLINE_MS = 20.0
 THREADED_SWITCH_INTERVAL = 0.001
 
 
+# Worker-thread compositions in flight in this process (every runner's), and the switch
+# interval to restore when none is; changed on the event loop's thread only.
+_WORKERS: dict[str, float] = {"running": 0, "interval": sys.getswitchinterval()}
+
+
+def _threaded_started() -> None:
+    if _WORKERS["running"] == 0:
+        _WORKERS["interval"] = sys.getswitchinterval()
+        sys.setswitchinterval(min(_WORKERS["interval"], THREADED_SWITCH_INTERVAL))
+    _WORKERS["running"] += 1
+
+
+def _threaded_ended() -> None:
+    _WORKERS["running"] -= 1
+    if _WORKERS["running"] == 0:
+        sys.setswitchinterval(_WORKERS["interval"])
+
+
 def _component_key(loaded: Any) -> tuple[Any, ...]:
     cv = loaded.component
     return (cv.name, cv.version, cv.descriptor_digest, cv.repository)
@@ -186,8 +204,6 @@ class Composer:
     def __init__(self) -> None:
         # component -> CPU ms of its last composition in a worker thread (inf: offloaded)
         self.cost = Lru("composition-cost", max_entries=4096)
-        self._threads = 0
-        self._interval = sys.getswitchinterval()
         # compositions run inline, in a worker thread, and moved there after starting inline
         self.inline = self.threaded = self.offloaded = 0
 
@@ -211,17 +227,12 @@ class Composer:
             self.cost.put(key, (time.thread_time() - started) * 1000, 0)
             return out
 
-        if self._threads == 0:
-            self._interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(self._interval, THREADED_SWITCH_INTERVAL))
-        self._threads += 1
+        _threaded_started()
         self.threaded += 1
         try:
             return await asyncio.to_thread(run)
         finally:
-            self._threads -= 1
-            if self._threads == 0:
-                sys.setswitchinterval(self._interval)
+            _threaded_ended()
 
 
 @dataclass
