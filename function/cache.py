@@ -27,7 +27,7 @@ operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``
 
 Errors are never cached: invalid input is re-checked, and reported, on every call. What a
 memo returns must not be mutated (frozen models, the Flux mutation) or is a fresh copy
-(parsed YAML, which the engine edits in place).
+(parsed YAML, which the engine edits in place: :func:`copied_memo`).
 
 :class:`Lru` is hand-written rather than ``cachetools`` (8.0): a memo table is bounded by
 entries *and* bytes at once, where a ``cachetools`` cache has one ``maxsize`` measure, and
@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import pickle
 import threading
 import time
 import zlib
@@ -383,6 +384,30 @@ def memo(
     value = compute()
     t.put(key, (value,), size(value))
     return value
+
+
+def copied_memo(
+    table: str,
+    key: Hashable | None,
+    compute: Callable[[], T],
+    memos: Memos | None = None,
+    overhead: int = 200,
+) -> T:
+    """``compute()``, memoised in ``table`` of ``memos`` as a pickle: for values the caller
+    edits in place, every hit is its own copy (pickle keeps ruamel's comments and styles,
+    where ``copy.deepcopy`` does not). The call that computes gets the value itself.
+    """
+    if memos is None or key is None:
+        return compute()
+    t = memos.tables[table]
+    blob = t.get(key)
+    if blob is None:
+        value = compute()
+        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        t.put(key, blob, len(blob) + overhead)
+        return value
+    copy: T = pickle.loads(blob)  # noqa: S301 - our own pickle of a value computed here
+    return copy
 
 
 # --------------------------------------------------------------------------- reused answers
