@@ -80,8 +80,8 @@ def _component_deployables(
 ) -> tuple[Any, list[Any], list[Any]]:
     """(component version, its deployables, findings for deployables that cannot be read)."""
     from function.configdata.check import Deployable, Finding
+    from function.ocm.access import FLAVOUR_OF_TYPE
     from function.ocm.fetch import DEPLOYABLE_TYPES, fetch_deployable
-    from function.ocm.model import TYPE_HELM_CHART
 
     async def read(src: Any, cv: Any) -> tuple[Any, list[Any], list[Any]]:
         deployables, problems = [], []
@@ -102,7 +102,7 @@ def _component_deployables(
                     )
                 )
                 continue
-            flavour = "helm" if r.type == TYPE_HELM_CHART else "kustomize"
+            flavour = FLAVOUR_OF_TYPE[r.type]
             deployables.append(Deployable(r.describe(), flavour, MappingProxyType(dict(files))))
         return cv, deployables, problems
 
