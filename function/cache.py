@@ -156,11 +156,12 @@ class Lru:
 
 
 @dataclass
-class CacheStats:
-    hits: int = 0
-    misses: int = 0
+class CacheStats(LruStats):
+    """What an LRU counts, and the storage cache's own: waits on a fetch already under way,
+    short-lived entries found expired, and registry requests sent.
+    """
+
     coalesced: int = 0
-    evictions: int = 0
     expirations: int = 0
     registry_requests: int = 0
 
