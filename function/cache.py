@@ -177,7 +177,6 @@ class Cache:
     :meth:`count_request`), for tests and metrics.
     """
 
-    # Deliberately alike (duplicates): budgets and state set up as Lru's are.
     def __init__(
         self,
         max_bytes: int = DEFAULT_MAX_BYTES,
@@ -185,9 +184,8 @@ class Cache:
         max_ttl_entries: int = DEFAULT_MAX_TTL_ENTRIES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.max_bytes = max_bytes
+        # the two budgets are held (and read) by the two LRUs below
         self.ttl = ttl
-        self.max_ttl_entries = max_ttl_entries
         self.stats = CacheStats()
         self._clock = clock
         self._immutable = Lru("immutable", max_bytes=max_bytes, on_evict=self._evicted)
