@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from function.errors import SackError
 
 
-# Deliberately alike (duplicates): named integers, as cache.py's counters are.
 @dataclass(frozen=True)
 class Budgets:
     """Caps on the work one render may spend on tenant content, each set by its dashed name

@@ -27,7 +27,7 @@ operator (``sack8s serve --cache-bytes --tag-ttl --memo-bytes --response-bytes``
 
 Errors are never cached: invalid input is re-checked, and reported, on every call. What a
 memo returns must not be mutated (frozen models, the Flux mutation) or is a fresh copy
-(parsed YAML, which the engine edits in place).
+(parsed YAML, which the engine edits in place: :func:`copied_memo`).
 
 :class:`Lru` is hand-written rather than ``cachetools`` (8.0): a memo table is bounded by
 entries *and* bytes at once, where a ``cachetools`` cache has one ``maxsize`` measure, and
@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import pickle
 import threading
 import time
 import zlib
@@ -155,11 +156,12 @@ class Lru:
 
 
 @dataclass
-class CacheStats:
-    hits: int = 0
-    misses: int = 0
+class CacheStats(LruStats):
+    """What an LRU counts, and the storage cache's own: waits on a fetch already under way,
+    short-lived entries found expired, and registry requests sent.
+    """
+
     coalesced: int = 0
-    evictions: int = 0
     expirations: int = 0
     registry_requests: int = 0
 
@@ -175,7 +177,6 @@ class Cache:
     :meth:`count_request`), for tests and metrics.
     """
 
-    # Deliberately alike (duplicates): budgets and state set up as Lru's are.
     def __init__(
         self,
         max_bytes: int = DEFAULT_MAX_BYTES,
@@ -183,9 +184,8 @@ class Cache:
         max_ttl_entries: int = DEFAULT_MAX_TTL_ENTRIES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.max_bytes = max_bytes
+        # the two budgets are held (and read) by the two LRUs below
         self.ttl = ttl
-        self.max_ttl_entries = max_ttl_entries
         self.stats = CacheStats()
         self._clock = clock
         self._immutable = Lru("immutable", max_bytes=max_bytes, on_evict=self._evicted)
@@ -386,6 +386,30 @@ def memo(
     value = compute()
     t.put(key, (value,), size(value))
     return value
+
+
+def copied_memo(
+    table: str,
+    key: Hashable | None,
+    compute: Callable[[], T],
+    memos: Memos | None = None,
+    overhead: int = 200,
+) -> T:
+    """``compute()``, memoised in ``table`` of ``memos`` as a pickle: for values the caller
+    edits in place, every hit is its own copy (pickle keeps ruamel's comments and styles,
+    where ``copy.deepcopy`` does not). The call that computes gets the value itself.
+    """
+    if memos is None or key is None:
+        return compute()
+    t = memos.tables[table]
+    blob = t.get(key)
+    if blob is None:
+        value = compute()
+        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        t.put(key, blob, len(blob) + overhead)
+        return value
+    copy: T = pickle.loads(blob)  # noqa: S301 - our own pickle of a value computed here
+    return copy
 
 
 # --------------------------------------------------------------------------- reused answers

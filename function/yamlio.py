@@ -15,7 +15,6 @@ refusal names the file, line and column.
 from __future__ import annotations
 
 import io
-import pickle
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +37,7 @@ from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.tag import Tag
 
 from function import budgets
-from function.cache import Memos, digest
+from function.cache import Memos, copied_memo, digest
 from function.errors import SackError
 
 try:  # libyaml's scanner and parser (ruamel.yaml.clib): the pure-Python one costs ~5 us a byte
@@ -381,16 +380,9 @@ def load_all(
     """
     if len(data) > max_bytes:
         _to_text(data, where, max_bytes)  # raises, naming the file
-    if memos is None:
-        return _load_all(data, where, max_bytes)
-    key = (digest(data), max_bytes)
-    blob = memos.yaml_docs.get(key)
-    if blob is None:
-        docs = _load_all(data, where, max_bytes)
-        blob = pickle.dumps(docs, protocol=pickle.HIGHEST_PROTOCOL)
-        memos.yaml_docs.put(key, blob, len(blob) + 200)
-        return docs
-    return pickle.loads(blob)  # noqa: S301 - our own pickle of an already parsed document
+    return copied_memo(
+        "yaml_docs", (digest(data), max_bytes), lambda: _load_all(data, where, max_bytes), memos
+    )
 
 
 def syntax_error(where: str, e: YAMLError) -> YamlError:

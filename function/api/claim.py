@@ -336,6 +336,7 @@ class StatusPullSecret(Model):
 
     name: str = Field(description="The image pull Secret ESO writes in every target namespace.")
     namespaces: list[str] = Field(default_factory=list)
+    # alike by design (duplicates): a described list of paths, as StatusConfigData.unusedValues
     writtenTo: list[str] = Field(
         default_factory=list,
         description="Where the function wrote the Secret's name into the Flux object (the one "

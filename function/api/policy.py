@@ -136,7 +136,6 @@ class DeployNamespacePolicy(Model):
     )
 
 
-# Deliberately alike (duplicates): optional fields, as the claim's status models have.
 class RegistryPolicy(Model):
     """An OCM repository host claims may name, and how the function reaches it."""
 

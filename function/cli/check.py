@@ -21,8 +21,8 @@ import click
 
 from function.cli.common import (
     MAX_BYTES,
-    TRANSFER_OPTIONS,
     Failure,
+    TransferFlags,
     cli_image_table,
     fail,
     load_values,
@@ -31,6 +31,7 @@ from function.cli.common import (
     read_input,
     transfer_for,
     transfer_notes,
+    transfer_options,
     with_component,
 )
 from function.cli.exits import EPILOG, InputPath, severity_option
@@ -79,8 +80,8 @@ def _component_deployables(
 ) -> tuple[Any, list[Any], list[Any]]:
     """(component version, its deployables, findings for deployables that cannot be read)."""
     from function.configdata.check import Deployable, Finding
+    from function.ocm.access import FLAVOUR_OF_TYPE
     from function.ocm.fetch import DEPLOYABLE_TYPES, fetch_deployable
-    from function.ocm.model import TYPE_HELM_CHART
 
     async def read(src: Any, cv: Any) -> tuple[Any, list[Any], list[Any]]:
         deployables, problems = [], []
@@ -101,7 +102,7 @@ def _component_deployables(
                     )
                 )
                 continue
-            flavour = "helm" if r.type == TYPE_HELM_CHART else "kustomize"
+            flavour = FLAVOUR_OF_TYPE[r.type]
             deployables.append(Deployable(r.describe(), flavour, MappingProxyType(dict(files))))
         return cv, deployables, problems
 
@@ -182,9 +183,7 @@ def _schema(data: bytes) -> Any:
     is_flag=True,
     help="An image with neither digest nor resource digest is a warning.",
 )
-@TRANSFER_OPTIONS[0]
-@TRANSFER_OPTIONS[1]
-@TRANSFER_OPTIONS[2]
+@transfer_options
 @severity_option(
     "--image-pairs",
     choices=("fatal", "warning"),
@@ -201,9 +200,7 @@ def check(
     registry: str | None,
     allow_unpinned: bool,
     image_pairs: str,
-    transfer_to: str | None = None,
-    copy_resources: bool = False,
-    upload_as: str | None = None,
+    transfer_flags: TransferFlags,
 ) -> None:
     """Lint a ConfigData against its deployable: one line per finding, exit 1 on errors."""
     from function.configdata.check import Deployable, has_errors
@@ -220,14 +217,7 @@ def check(
             if values_file
             else None
         )
-        # Deliberately alike (duplicates): mutate passes the same flags to the same call.
-        transfer = transfer_for(
-            transfer_to,
-            copy_resources=copy_resources,
-            upload_as=upload_as,
-            registry=registry,
-            plain_http=plain_http,
-        )
+        transfer = transfer_for(transfer_flags, registry=registry, plain_http=plain_http)
         if transfer is not None and not component:
             raise click.UsageError("--transfer-to needs --component SOURCE")
         if component:

@@ -8,8 +8,10 @@ here means the three commands cannot drift apart in what they accept.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -257,13 +259,22 @@ def with_component(
     return asyncio.run(get())
 
 
+@dataclass(frozen=True)
+class TransferFlags:
+    """``--transfer-to`` and the OCM CLI transfer flags that go with it, as given: one value,
+    so the commands that take them (:func:`transfer_options`) hand them on together.
+    """
+
+    transfer_to: str | None = None
+    copy_resources: bool = False
+    upload_as: str | None = None
+
+
+NO_TRANSFER = TransferFlags()
+
+
 def transfer_for(
-    transfer_to: str | None,
-    *,
-    copy_resources: bool = False,
-    upload_as: str | None = None,
-    registry: str | None = None,
-    plain_http: bool = False,
+    flags: TransferFlags, *, registry: str | None = None, plain_http: bool = False
 ) -> Any:
     """The ``ocm transfer`` to simulate (``--transfer-to``), or None.
 
@@ -274,9 +285,9 @@ def transfer_for(
     """
     from function.ocm.transfer import UPLOAD_AS, Transfer
 
-    if not transfer_to:
-        if copy_resources or upload_as:
-            flag = "--copy-resources" if copy_resources else "--upload-as"
+    if not flags.transfer_to:
+        if flags.copy_resources or flags.upload_as:
+            flag = "--copy-resources" if flags.copy_resources else "--upload-as"
             raise click.UsageError(f"{flag} describes a transfer: give --transfer-to REGISTRY")
         return None
     if registry:
@@ -284,18 +295,18 @@ def transfer_for(
             "--registry and --transfer-to exclude each other: after a transfer every localBlob "
             "is in the --transfer-to registry"
         )
-    mode = upload_as or "default"
+    mode = flags.upload_as or "default"
     if mode not in UPLOAD_AS:  # click's Choice already checked; kept for direct callers
         raise click.UsageError(f"--upload-as must be one of {', '.join(UPLOAD_AS)}")
     from function.ocm.location import parse_repository
 
-    reg = parse_repository(transfer_to, plain_http=plain_http)
+    reg = parse_repository(flags.transfer_to, plain_http=plain_http)
     if reg.repository is None or reg.component:
         raise ComponentError(
-            f"--transfer-to {transfer_to}",
+            f"--transfer-to {flags.transfer_to}",
             "must be an OCI registry address (host[:port][/prefix], as `ocm transfer` takes it)",
         )
-    return Transfer(reg.repository, copy_resources=copy_resources, upload_as=mode)  # type: ignore[arg-type]
+    return Transfer(reg.repository, copy_resources=flags.copy_resources, upload_as=mode)  # type: ignore[arg-type]
 
 
 def moved(cv: Any, transfer: Any) -> tuple[Any, Any]:
@@ -378,7 +389,7 @@ def cli_image_table(cv: Any, *, allow_unpinned: bool, problems: Any = None) -> A
 
 
 #: ``--transfer-to`` and the OCM CLI transfer flags it goes with (localize, mutate, check).
-TRANSFER_OPTIONS = [
+_TRANSFER_OPTIONS = [
     click.option(
         "--transfer-to",
         "transfer_to",
@@ -400,3 +411,24 @@ TRANSFER_OPTIONS = [
         "localBlob inside the component, ociArtifact at REGISTRY/PREFIX/<image path>:<tag>.",
     ),
 ]
+
+
+def transfer_options(command: Any) -> Any:
+    """Add ``--transfer-to``, ``--copy-resources`` and ``--upload-as`` to a click command, passed
+    to it as one ``transfer_flags`` (:class:`TransferFlags`).
+    """
+
+    @functools.wraps(command)
+    def folded(
+        *args: Any,
+        transfer_to: str | None = None,
+        copy_resources: bool = False,
+        upload_as: str | None = None,
+        **kw: Any,
+    ) -> Any:
+        flags = TransferFlags(transfer_to, copy_resources, upload_as)
+        return command(*args, transfer_flags=flags, **kw)
+
+    for option in reversed(_TRANSFER_OPTIONS):
+        folded = option(folded)
+    return folded

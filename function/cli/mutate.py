@@ -18,8 +18,9 @@ import click
 
 from function.cli.common import (
     MAX_BYTES,
-    TRANSFER_OPTIONS,
+    NO_TRANSFER,
     Failure,
+    TransferFlags,
     cli_image_table,
     fail,
     load_component,
@@ -30,6 +31,7 @@ from function.cli.common import (
     rule_file,
     transfer_for,
     transfer_notes,
+    transfer_options,
 )
 from function.cli.exits import EPILOG, severity_option
 from function.errors import SackError
@@ -53,9 +55,7 @@ def _run(
     component: str | None = None,
     plain_http: bool = False,
     registry: str | None = None,
-    transfer_to: str | None = None,
-    copy_resources: bool = False,
-    upload_as: str | None = None,
+    transfer_flags: TransferFlags = NO_TRANSFER,
     values_file: str | None = None,
     key: str | None = None,
     schema_violations: str = "Fatal",
@@ -93,13 +93,7 @@ def _run(
                 raise Failure(f"stdin: larger than the {MAX_BYTES} byte limit")
         else:
             text = read_input(full, "FILE")
-        transfer = transfer_for(
-            transfer_to,
-            copy_resources=copy_resources,
-            upload_as=upload_as,
-            registry=registry,
-            plain_http=plain_http,
-        )
+        transfer = transfer_for(transfer_flags, registry=registry, plain_http=plain_http)
         digest_warnings: list[str] = []
         cv = (
             load_component(
@@ -243,7 +237,7 @@ _component = [
         help="Registry a local CTF/directory stands for (where the cluster pulls localBlob "
         "images; other images stay put: for a transfer, see --transfer-to).",
     ),
-    *TRANSFER_OPTIONS,
+    transfer_options,
     click.option(
         "--allow-unpinned",
         is_flag=True,

@@ -74,34 +74,12 @@ class Context:
         m.update(extra)
         return m
 
-    # Object names: one place (objectnames.py), derived from the claim identity only. The
-    # one-line properties below repeat a shape deliberately: each is the name builders use.
+    # Object names: one place (objectnames.py), derived from the claim identity only;
+    # builders read them there (``ctx.names.deployment``), under one name each.
     @property
     def names(self) -> ObjectNames:
         """Every derived object name (objectnames.py)."""
         return ObjectNames(self.identity)
-
-    @property
-    def deployer_name(self) -> str:
-        """The deployer ServiceAccount the Flux objects impersonate."""
-        return self.names.serviceaccount
-
-    @property
-    def repository_secret_name(self) -> str:
-        """The Secret holding the OCM repository credential."""
-        return self.names.repository_secret
-
-    @property
-    def pull_secret_name(self) -> str:
-        """The image pull Secret, one name in every target namespace."""
-        return self.names.pull_secret
-
-    @property
-    def flux_name(self) -> str:
-        """The name of the Flux and OCM objects of this claim (one of each kind per claim)."""
-        # Flux writes this name into a label (helm.toolkit.fluxcd.io/name,
-        # kustomize.toolkit.fluxcd.io/name) on everything it applies: label values stop at 63.
-        return self.names.deployment
 
     @property
     def release_name(self) -> str:

@@ -39,9 +39,9 @@ from function.compose.identity import Identity
 from function.configdata.fluxmutation import FluxMutation, MutationInput, mutate
 from function.errors import ComponentError, InvalidClaim
 from function.ocm import digests
-from function.ocm.access import Flavour, FluxSource, flux_source
+from function.ocm.access import FLAVOUR_OF_TYPE, Flavour, FluxSource, flux_source
 from function.ocm.images import ImageTable, allowlisted, image_table
-from function.ocm.model import TYPE_HELM_CHART, TYPE_KUSTOMIZE, Repository, Resource
+from function.ocm.model import Repository, Resource
 from function.ocm.source import LoadedComponent, resource_key
 
 
@@ -84,9 +84,6 @@ class CoreOutput:
     blocked_by: readiness.Blocker | None
 
 
-_FLAVOUR_OF_TYPE: dict[str, Flavour] = {TYPE_HELM_CHART: "helm", TYPE_KUSTOMIZE: "kustomize"}
-
-
 def choose_flavour(spec: Spec, deployable: Resource) -> Flavour:
     """How the deployable is deployed: the claim's ``spec.deploy.flavour``, else what its
     resource type says; a claim that contradicts the type is refused rather than guessed.
@@ -94,7 +91,7 @@ def choose_flavour(spec: Spec, deployable: Resource) -> Flavour:
     Raises:
         InvalidClaim: naming ``spec.deploy.flavour`` or ``spec.deploy.releaseName``.
     """
-    by_type = _FLAVOUR_OF_TYPE.get(deployable.type)
+    by_type = FLAVOUR_OF_TYPE.get(deployable.type)
     wanted = spec.deploy.flavour
     if wanted and by_type and wanted != by_type:
         raise InvalidClaim(

@@ -141,7 +141,7 @@ def build(ctx: Context, image_hosts: list[str]) -> collisions.Objects:
     out = collisions.Objects()
     creds = ctx.spec.credentials
     if creds and creds.repository:
-        name = ctx.repository_secret_name
+        name = ctx.names.repository_secret
         obj = _registry_secret(
             ctx, name, name, ctx.deploy_namespace, creds.repository, [ctx.repository.host.lower()]
         )
@@ -152,7 +152,7 @@ def build(ctx: Context, image_hosts: list[str]) -> collisions.Objects:
             obj = _registry_secret(
                 ctx,
                 ctx.names.pull_externalsecret(ns.name),
-                ctx.pull_secret_name,
+                ctx.names.pull_secret,
                 ns.name,
                 creds.pull,
                 image_hosts,

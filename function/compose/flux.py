@@ -71,13 +71,13 @@ def source(ctx: Context, src: FluxSource, entry: RegistryPolicy) -> dict[str, An
         spec["insecure"] = True
     creds = ctx.spec.credentials
     if creds and creds.repository and src.host.lower() == ctx.repository.host.lower():
-        spec["secretRef"] = {"name": ctx.repository_secret_name}
+        spec["secretRef"] = {"name": ctx.names.repository_secret}
     if entry.certSecretName and not spec.get("insecure"):
         spec["certSecretRef"] = {"name": entry.certSecretName}
     return {
         "apiVersion": SOURCE_API,
         "kind": "OCIRepository",
-        "metadata": ctx.meta(ctx.flux_name, ctx.deploy_namespace),
+        "metadata": ctx.meta(ctx.names.deployment, ctx.deploy_namespace),
         "spec": spec,
     }
 
@@ -91,7 +91,7 @@ def helm_release(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
     creds = ctx.spec.credentials
     if creds and creds.pull:
         where = paths.dotted(ctx.policy.rbac.helmPullSecretsPath)
-        paths.set_value(values, where, [{"name": ctx.pull_secret_name}], clear=True)
+        paths.set_value(values, where, [{"name": ctx.names.pull_secret}], clear=True)
     install: dict[str, Any] = {"strategy": {"name": f.install.strategy}, "crds": f.install.crds}
     if f.install.disableWait:
         install["disableWait"] = True
@@ -103,18 +103,18 @@ def helm_release(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "interval": canonical(f.interval, "flux.interval"),
         "timeout": canonical(f.timeout, "flux.timeout"),
-        "chartRef": {"kind": "OCIRepository", "name": ctx.flux_name},
+        "chartRef": {"kind": "OCIRepository", "name": ctx.names.deployment},
         "releaseName": ctx.release_name,
         "targetNamespace": ctx.primary_namespace,
         "storageNamespace": ctx.helm_storage_namespace,
-        "serviceAccountName": ctx.deployer_name,
+        "serviceAccountName": ctx.names.serviceaccount,
         "driftDetection": {"mode": f.driftDetection},
         "install": install,
         "upgrade": upgrade,
     }
     if values:
         spec["values"] = values
-    meta = ctx.meta(ctx.flux_name, ctx.deploy_namespace)
+    meta = ctx.meta(ctx.names.deployment, ctx.deploy_namespace)
     # what a claim choosing a release name looks for (docs/security.md, "Helm release names")
     meta["labels"][names.LABEL_RELEASE] = names.release_label(
         ctx.primary_namespace, ctx.release_name
@@ -125,7 +125,7 @@ def helm_release(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
 def _pull_secret_patches(ctx: Context) -> list[dict[str, Any]]:
     patches = []
     for kind, (group, *path) in _POD_SPEC_PATHS.items():
-        body: dict[str, Any] = {"imagePullSecrets": [{"name": ctx.pull_secret_name}]}
+        body: dict[str, Any] = {"imagePullSecrets": [{"name": ctx.names.pull_secret}]}
         for step in reversed(path):
             body = {step: body}
         doc = {"apiVersion": f"{group}/v1", "kind": kind, "metadata": {"name": "not-used"}, **body}
@@ -152,7 +152,7 @@ def pull_secret_trace(ctx: Context, flavour: str) -> dict[str, Any] | None:
             for kind, (_group, *path) in _POD_SPEC_PATHS.items()
         ]
     return {
-        "name": ctx.pull_secret_name,
+        "name": ctx.names.pull_secret,
         "namespaces": [ns.name for ns in ctx.spec.namespaces],
         "writtenTo": written,
     }
@@ -171,19 +171,19 @@ def kustomization(ctx: Context, mutation: FluxMutation) -> dict[str, Any]:
         "interval": canonical(f.interval, "flux.interval"),
         "retryInterval": canonical(f.retryInterval, "flux.retryInterval"),
         "timeout": canonical(f.timeout, "flux.timeout"),
-        "sourceRef": {"kind": "OCIRepository", "name": ctx.flux_name},
+        "sourceRef": {"kind": "OCIRepository", "name": ctx.names.deployment},
         "path": ctx.spec.deploy.path,
         "prune": f.prune,
         "wait": f.wait,
         "targetNamespace": ctx.primary_namespace,
-        "serviceAccountName": ctx.deployer_name,
+        "serviceAccountName": ctx.names.serviceaccount,
     }
     if patches:
         spec["patches"] = patches
     return {
         "apiVersion": KUSTOMIZE_API,
         "kind": "Kustomization",
-        "metadata": ctx.meta(ctx.flux_name, ctx.deploy_namespace),
+        "metadata": ctx.meta(ctx.names.deployment, ctx.deploy_namespace),
         "spec": spec,
     }
 

@@ -49,7 +49,7 @@ def _ocm_config(ctx: Context) -> list[dict[str, Any]]:
         {
             "apiVersion": "v1",
             "kind": "Secret",
-            "name": ctx.repository_secret_name,
+            "name": ctx.names.repository_secret,
             "policy": "Propagate",
         }
     ]
@@ -107,7 +107,7 @@ def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str,
     cfg = _ocm_config(ctx)
     repository: dict[str, Any] = {"repositorySpec": repo_spec, "interval": interval}
     component: dict[str, Any] = {
-        "repositoryRef": {"name": ctx.flux_name},
+        "repositoryRef": {"name": ctx.names.deployment},
         "component": cv.name,
         "semver": cv.version,
         "downgradePolicy": "Allow",
@@ -116,7 +116,7 @@ def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str,
     if ctx.policy.ocm.verify:
         component["verify"] = verify(ctx.policy.ocm)
     resource: dict[str, Any] = {
-        "componentRef": {"name": ctx.flux_name},
+        "componentRef": {"name": ctx.names.deployment},
         "resource": {"byReference": {"resource": tracked_identity(ctx, deployable)}},
     }
     if cfg:
@@ -127,19 +127,19 @@ def build(ctx: Context, cv: ComponentVersion, deployable: Resource) -> dict[str,
         key_repository(): {
             "apiVersion": API,
             "kind": "Repository",
-            "metadata": ctx.meta(ctx.flux_name, ns),
+            "metadata": ctx.meta(ctx.names.deployment, ns),
             "spec": repository,
         },
         key_component(): {
             "apiVersion": API,
             "kind": "Component",
-            "metadata": ctx.meta(ctx.flux_name, ns),
+            "metadata": ctx.meta(ctx.names.deployment, ns),
             "spec": component,
         },
         key_resource(): {
             "apiVersion": API,
             "kind": "Resource",
-            "metadata": ctx.meta(ctx.flux_name, ns),
+            "metadata": ctx.meta(ctx.names.deployment, ns),
             "spec": resource,
         },
     }

@@ -59,7 +59,11 @@ def _role_pair(
         "metadata": ctx.meta(name, namespace),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
         "subjects": [
-            {"kind": "ServiceAccount", "name": ctx.deployer_name, "namespace": ctx.deploy_namespace}
+            {
+                "kind": "ServiceAccount",
+                "name": ctx.names.serviceaccount,
+                "namespace": ctx.deploy_namespace,
+            }
         ],
     }
     return role, binding
@@ -79,7 +83,7 @@ def build(ctx: Context) -> collisions.Objects:
             {
                 "apiVersion": "v1",
                 "kind": "ServiceAccount",
-                "metadata": ctx.meta(ctx.deployer_name, ctx.deploy_namespace),
+                "metadata": ctx.meta(ctx.names.serviceaccount, ctx.deploy_namespace),
                 "automountServiceAccountToken": False,
             },
             "the deployer",

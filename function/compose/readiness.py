@@ -17,25 +17,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-NO_READY_CONDITION = {"Namespace", "ServiceAccount", "Role", "RoleBinding"}
+# Ready once they exist (no Ready condition); also the first kinds of the deployment order.
+NO_READY_CONDITION = ("Namespace", "ServiceAccount", "Role", "RoleBinding")
 
-# Deployment order: what has to be ready first is reported first. (edge/settle.py lists some
-# of these kinds again, deliberately: which of them report observedGeneration is another fact.)
-ORDER = [
-    "Namespace",
-    "ServiceAccount",
-    "Role",
-    "RoleBinding",
-    "ExternalSecret",
+# The OCM and Flux controllers' kinds, each waiting for the one before (a HelmRelease or a
+# Kustomization last); their status also reports observedGeneration (edge/settle.py).
+OCM_AND_FLUX = (
     "Repository",
     "Component",
     "Resource",
     "OCIRepository",
     "HelmRelease",
     "Kustomization",
-    "Usage",
-    "ClusterUsage",
-]
+)
+
+# Deployment order: what has to be ready first is reported first.
+ORDER = [*NO_READY_CONDITION, "ExternalSecret", *OCM_AND_FLUX, "Usage", "ClusterUsage"]
 
 
 @dataclass(frozen=True)

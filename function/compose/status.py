@@ -211,7 +211,7 @@ def blocker(
             blocked = readiness.Blocker("Component", name, ns, gate.reason, why)
     if blocked is None and plan.state == "withheld":  # defensive: always a blocker above
         kind, ns = flux.kind_of(ctx.flavour), ctx.deploy_namespace
-        blocked = readiness.Blocker(kind, ctx.flux_name, ns, "Creating", "not created yet")
+        blocked = readiness.Blocker(kind, ctx.names.deployment, ns, "Creating", "not created yet")
     return blocked, notes
 
 
@@ -236,9 +236,9 @@ def _deploy(ctx: Context, deployed: str | None) -> StatusDeploy:
     pull_secret = flux.pull_secret_trace(ctx, ctx.flavour)
     return StatusDeploy(
         namespace=ctx.deploy_namespace,
-        serviceAccount=ctx.deployer_name,
+        serviceAccount=ctx.names.serviceaccount,
         fluxKind=flux.kind_of(ctx.flavour),
-        fluxName=ctx.flux_name,
+        fluxName=ctx.names.deployment,
         version=deployed or None,
         pullSecret=StatusPullSecret(**pull_secret) if pull_secret is not None else None,
     )

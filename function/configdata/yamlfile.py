@@ -18,11 +18,9 @@ Two rules for what other tools read back:
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import itertools
 import json
-import pickle
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +36,7 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from function.cache import Memos, digest
+from function.cache import Memos, copied_memo, digest
 from function.configdata.paths import get
 from function.configdata.plain import plain
 from function.configdata.substitution import Change, Substitution, apply_to_documents
@@ -109,19 +107,13 @@ def load_file(
     where ``copy.deepcopy`` does not).
     """
     load = _load_file if round_trip else _load_events
-    if memos is None:
-        return load(text, name, memos)
-    key = (digest(text), name, round_trip)
-    hit = memos.yaml_files.get(key)
-    if hit is None:
-        f = load(text, name, memos)
-        blob = pickle.dumps(f.docs, protocol=pickle.HIGHEST_PROTOCOL)
-        memos.yaml_files.put(
-            key, (dataclasses.replace(f, docs=[]), blob), len(blob) + len(f.preamble) + 300
-        )
-        return f
-    template: YamlFile = hit[0]
-    return dataclasses.replace(template, docs=pickle.loads(hit[1]))  # noqa: S301 - our own pickle
+    return copied_memo(
+        "yaml_files",
+        (digest(text), name, round_trip),
+        lambda: load(text, name, memos),
+        memos,
+        300,
+    )
 
 
 def _load_events(text: bytes | str, name: str, memos: Memos | None) -> YamlFile:

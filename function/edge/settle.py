@@ -28,26 +28,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from function.compose.readiness import NO_READY_CONDITION, OCM_AND_FLUX
 from function.edge.render import ANNOTATION_RESOURCE_NAME, Rendered, render
 
 if TYPE_CHECKING:
     from function.edge.fn import FunctionRunner
 
 READY_AT = "2026-12-01T00:00:00Z"  # fixed: the settled state is deterministic
-NO_READY_CONDITION = ("Namespace", "ServiceAccount", "Role", "RoleBinding")
 MAX_ROUNDS = 8  # a claim settles in 4 (Namespaces, contents, Component, Flux and Usages)
-
-
-# Kinds whose status has observedGeneration (the OCM and Flux controllers); ESO and Usages
-# report none, and an API server would prune it from them.
-OBSERVED_GENERATION = {
-    "Repository",
-    "Component",
-    "Resource",
-    "OCIRepository",
-    "HelmRelease",
-    "Kustomization",
-}
 
 
 def _ready(o: dict[str, Any]) -> dict[str, Any]:
@@ -62,7 +50,9 @@ def _ready(o: dict[str, Any]) -> dict[str, Any]:
             }
         ],
     }
-    if o["kind"] in OBSERVED_GENERATION:
+    # the OCM and Flux controllers report observedGeneration; ESO and Usages report none, and
+    # an API server would prune it from them
+    if o["kind"] in OCM_AND_FLUX:
         status["observedGeneration"] = o["metadata"]["generation"]
     return status
 

@@ -29,7 +29,13 @@ from function.ocm.layout import (
     TAR_PLAIN,
     bare,
 )
-from function.ocm.model import ComponentVersion, Repository, Resource
+from function.ocm.model import (
+    TYPE_HELM_CHART,
+    TYPE_KUSTOMIZE,
+    ComponentVersion,
+    Repository,
+    Resource,
+)
 
 # Normalised access kinds.
 OCI_ARTIFACT = "ociArtifact"
@@ -48,6 +54,13 @@ _ACCESS_ALIASES = {
 GZIP_MAGIC = b"\x1f\x8b"
 
 Flavour = Literal["helm", "kustomize"]
+
+#: The deployable resource types, and the Flux object (flavour) each deploys with.
+FLAVOUR_OF_TYPE: Mapping[str, Flavour] = {TYPE_HELM_CHART: "helm", TYPE_KUSTOMIZE: "kustomize"}
+
+#: The one layer of a deployable stored as an OCI manifest: what Flux selects and the function
+#: reads (§3).
+CONTENT_LAYER: Mapping[Flavour, str] = {"helm": HELM_CHART_LAYER, "kustomize": FLUX_CONTENT_LAYER}
 
 
 def normalize_access_type(access_type: str) -> str:
@@ -143,7 +156,7 @@ def flux_source(
     access = resource.access
     raw, kind = access_kind(resource)
     what = "Helm chart" if flavour == "helm" else "Kustomize"
-    layer_mt = HELM_CHART_LAYER if flavour == "helm" else FLUX_CONTENT_LAYER
+    layer_mt = CONTENT_LAYER[flavour]
     if kind == OCI_ARTIFACT:
         raise ComponentError(
             where,

@@ -59,13 +59,12 @@ from function.ocm.layout import (
     TAR_PLAIN,
     encode_tag,
 )
+from function.ocm.model import TYPE_CONFIGDATA, TYPE_HELM_CHART, TYPE_KUSTOMIZE, TYPE_OCI_IMAGE
 from function.yamlio import load_all
 
 MT_DESCRIPTOR_JSON = ARTIFACT_TYPE_DESCRIPTOR + "+json"
 HELM_CONFIG = "application/vnd.cncf.helm.config.v1+json"
 CREATOR = "sack8s component build"
-CONFIGDATA_TYPE = "configdata.ocm.software"
-KUSTOMIZE_TYPE = "kustomize.ocm.fluxcd.io"
 RESOURCE_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 INPUT_TYPES = ("helm", "dir", "file")
 IMAGE_ACCESS_TYPES = ("ociArtifact", "ociArtifact/v1", "ociRegistry", "OCIImage/v1")
@@ -565,7 +564,7 @@ def resource_kinds(c: ComponentSpec) -> dict[str, list[str]]:
     for r in c.resources:
         if r.image:
             out["images"].append(r.name)
-        elif r.type == CONFIGDATA_TYPE:
+        elif r.type == TYPE_CONFIGDATA:
             out["configdata"].append(r.name)
         else:
             out["deployables"].append(r.name)
@@ -589,7 +588,7 @@ def flags_spec(
         resources.append(
             {
                 "name": rname,
-                "type": "ociImage",
+                "type": TYPE_OCI_IMAGE,
                 "version": tag if tag and VERSION_RE.match(tag) else version,
                 "relation": "external",
                 "access": {"type": "ociArtifact", "imageReference": ref},
@@ -597,13 +596,17 @@ def flags_spec(
         )
     for rname, path in chart:
         resources.append(
-            {"name": rname, "type": "helmChart", "input": {"type": "helm/v1", "path": str(path)}}
+            {
+                "name": rname,
+                "type": TYPE_HELM_CHART,
+                "input": {"type": "helm/v1", "path": str(path)},
+            }
         )
     for rname, path in manifests:
         resources.append(
             {
                 "name": rname,
-                "type": KUSTOMIZE_TYPE,
+                "type": TYPE_KUSTOMIZE,
                 "input": {"type": "dir/v1", "path": str(path), "compress": True},
             }
         )
@@ -612,7 +615,7 @@ def flags_spec(
         resources.append(
             {
                 "name": rname,
-                "type": CONFIGDATA_TYPE,
+                "type": TYPE_CONFIGDATA,
                 "input": {"type": "file/v1", "path": str(path), "mediaType": "application/yaml"},
             }
         )

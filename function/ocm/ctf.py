@@ -23,6 +23,7 @@ CTF can come from anywhere (a CI artifact, a tarball from another team).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,27 +74,33 @@ def load_json(data: bytes, what: str, where: str) -> dict[str, Any]:
         raise ComponentError(where, str(e)) from None
 
 
-class CtfSource:
+@dataclass(eq=False, repr=False)
+class LocalSource:
+    """What every component source in local files (this CTF, a component directory, a
+    descriptor file: :mod:`function.ocm.directory`) is given: where it is, the registry it
+    stands for (``repository``, module docstring) and the cap on one blob it reads.
+    """
+
+    path: Path
+    repository: Repository | None = None
+    _: KW_ONLY
+    max_blob_bytes: int = MAX_BLOB_BYTES
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r}, repository={self.repository!r})"
+
+
+@dataclass(eq=False, repr=False)
+class CtfSource(LocalSource):
     """:class:`~function.ocm.source.ComponentSource` over a CTF directory as the OCM CLI writes
     it.
     """
 
-    # Deliberately alike (duplicates): the same options as directory.DirectorySource.
-    def __init__(
-        self,
-        path: Path,
-        repository: Repository | None = None,
-        *,
-        max_blob_bytes: int = MAX_BLOB_BYTES,
-    ) -> None:
-        self.path = Path(path)
-        self.repository = repository
-        self.max_blob_bytes = max_blob_bytes
-        self._index: list[dict[str, Any]] | None = None
-        self._reachable: dict[tuple[str, str], frozenset[str]] = {}
-
-    def __repr__(self) -> str:
-        return f"CtfSource({str(self.path)!r}, repository={self.repository!r})"
+    _index: list[dict[str, Any]] | None = field(default=None, init=False)
+    _reachable: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict, init=False)
 
     # -- storage
 

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from function.errors import ComponentError
-from function.ocm.ctf import MAX_BLOB_BYTES, read_capped
+from function.ocm.ctf import LocalSource, read_capped
 from function.ocm.descriptor import (
     MAX_DESCRIPTOR_BYTES,
     MEDIA_TYPE_JSON,
@@ -39,22 +40,19 @@ from function.ocm.descriptor import (
     parse_descriptor,
 )
 from function.ocm.layout import MAX_MANIFEST_BYTES, SHA256_RE, is_manifest_media_type, verify_digest
-from function.ocm.model import ComponentVersion, Descriptor, Repository
+from function.ocm.model import ComponentVersion, Descriptor
 
 DESCRIPTOR_FILES = ("component-descriptor.yaml", "component-descriptor.json")
 _NAME = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 
 
-class DescriptorFileSource:
-    """One descriptor file; no resource content (``blob`` raises)."""
+@dataclass(eq=False, repr=False)
+class DescriptorFileSource(LocalSource):
+    """One descriptor file; no resource content (``blob`` raises, so ``max_blob_bytes`` is
+    unused).
+    """
 
-    def __init__(self, path: Path, repository: Repository | None = None) -> None:
-        self.path = Path(path)
-        self.repository = repository
-        self._cached: tuple[Descriptor, str] | None = None
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({str(self.path)!r}, repository={self.repository!r})"
+    _cached: tuple[Descriptor, str] | None = field(default=None, init=False)
 
     def _descriptor_path(self) -> Path:
         return self.path
@@ -106,18 +104,9 @@ class DescriptorFileSource:
         )
 
 
+@dataclass(eq=False, repr=False)
 class DirectorySource(DescriptorFileSource):
     """A component directory: one descriptor plus ``blobs/`` (layout in the module docstring)."""
-
-    def __init__(
-        self,
-        path: Path,
-        repository: Repository | None = None,
-        *,
-        max_blob_bytes: int = MAX_BLOB_BYTES,
-    ) -> None:
-        super().__init__(path, repository)
-        self.max_blob_bytes = max_blob_bytes
 
     def _descriptor_path(self) -> Path:
         found = [self.path / f for f in DESCRIPTOR_FILES if (self.path / f).is_file()]

@@ -43,12 +43,10 @@ from types import MappingProxyType
 from function.cache import Memos, memo
 from function.errors import ComponentError, SackError
 from function.ocm import digests
-from function.ocm.access import LOCAL_BLOB, normalize_access_type
+from function.ocm.access import CONTENT_LAYER, FLAVOUR_OF_TYPE, LOCAL_BLOB, normalize_access_type
 from function.ocm.archive import extract_archive, helm_chart_files
 from function.ocm.digests import DigestCheck
 from function.ocm.layout import (
-    FLUX_CONTENT_LAYER,
-    HELM_CHART_LAYER,
     MANIFEST_TYPES,
     TAR_GZIP,
     TAR_PLAIN,
@@ -57,7 +55,6 @@ from function.ocm.layout import (
 )
 from function.ocm.model import (
     TYPE_CONFIGDATA,
-    TYPE_HELM_CHART,
     TYPE_KUSTOMIZE,
     ComponentVersion,
     Resource,
@@ -68,7 +65,7 @@ from function.ocm.versions import choose, is_exact, parse_semver
 
 HEAD_BYTES = 16
 MAX_CONFIGDATA_BYTES = 1024 * 1024
-DEPLOYABLE_TYPES = (TYPE_HELM_CHART, TYPE_KUSTOMIZE)
+DEPLOYABLE_TYPES = tuple(FLAVOUR_OF_TYPE)
 
 #: ``(resource name, extraIdentity)``; an empty name picks the single resource of the expected type.
 ResourceSelector = tuple[str, Mapping[str, str]]
@@ -279,29 +276,32 @@ async def _deployable(
     source: ComponentSource, cv: ComponentVersion, res: Resource, *, verify: bool
 ) -> tuple[dict[str, bytes], bytes, DigestCheck]:
     where = f"component {cv.name}:{cv.version} {res.describe()}"
-    if res.type not in DEPLOYABLE_TYPES:
+    flavour = FLAVOUR_OF_TYPE.get(res.type)
+    if flavour is None:
         raise ComponentError(
             where,
             f"resource type {res.type[:100]!r} is not a deployable (helmChart or {TYPE_KUSTOMIZE})",
         )
     ref, mt = _local_blob(res, where)
     media = bare(mt)
-    if res.type == TYPE_HELM_CHART and media not in MANIFEST_TYPES:
+    if flavour == "helm" and media not in MANIFEST_TYPES:
         raise ComponentError(
             where,
             f"a Helm chart must be an OCI chart manifest (mediaType {mt[:100]!r} is not supported)",
         )
-    if res.type == TYPE_KUSTOMIZE and media not in (*MANIFEST_TYPES, TAR_GZIP, TAR_PLAIN):
+    if flavour == "kustomize" and media not in (*MANIFEST_TYPES, TAR_GZIP, TAR_PLAIN):
         raise ComponentError(
             where, f"Kustomize content with mediaType {mt[:100]!r} is not supported"
         )
     data, _, check = await read_checked(source, cv, res, verify=verify)
-    if res.type == TYPE_HELM_CHART:
-        layer = await _manifest_layer(source, cv, ref, data, HELM_CHART_LAYER, where)
-        return helm_chart_files(layer, where), layer[:HEAD_BYTES], check
-    if media in MANIFEST_TYPES:
-        layer = await _manifest_layer(source, cv, ref, data, FLUX_CONTENT_LAYER, where)
-        return extract_archive(layer, where, require_gzip=True), layer[:HEAD_BYTES], check
+    if media in MANIFEST_TYPES:  # a Helm chart always is
+        layer = await _manifest_layer(source, cv, ref, data, CONTENT_LAYER[flavour], where)
+        files = (
+            helm_chart_files(layer, where)
+            if flavour == "helm"
+            else extract_archive(layer, where, require_gzip=True)
+        )
+        return files, layer[:HEAD_BYTES], check
     return (
         extract_archive(data, where, require_gzip=media == TAR_GZIP),
         data[:HEAD_BYTES],

@@ -65,6 +65,7 @@ class Descriptor:
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False)
 
 
+# Alike by design (duplicates): plain frozen records (as the spiff syntax tree's), no behaviour.
 @dataclass(frozen=True)
 class Layer:
     media_type: str
@@ -111,6 +112,7 @@ class ComponentVersion:
     descriptor_digest: str
     layers: tuple[Layer, ...] = ()
 
+    # Read through to the descriptor, as configdata's Change reads its substitution (by design).
     @property
     def name(self) -> str:
         return self.descriptor.name
