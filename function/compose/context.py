@@ -7,6 +7,7 @@ namespaces, labels), so a name is derived in exactly one place.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,9 +48,15 @@ class Context:
         """Whether the deploy namespace is this claim's own (not a shared one ops provides)."""
         return not self.policy.deployNamespace.shared
 
-    def labels(self) -> dict[str, str]:
-        """The labels on every composed object: ownership marks plus any extra labels."""
+    @functools.cached_property
+    def _labels(self) -> dict[str, str]:
         return {**self.identity.labels(), **self.extra_labels}
+
+    def labels(self) -> dict[str, str]:
+        """The labels on every composed object: ownership marks plus any extra labels (a new
+        dict each call: builders add to it).
+        """
+        return dict(self._labels)
 
     @property
     def helm_storage_namespace(self) -> str:
@@ -69,16 +76,16 @@ class Context:
         m: dict[str, Any] = {"name": name}
         if namespace is not None:
             m["namespace"] = namespace
-        m["labels"] = self.labels()
+        m["labels"] = dict(self._labels)
         m["annotations"] = self.identity.annotations()
         m.update(extra)
         return m
 
     # Object names: one place (objectnames.py), derived from the claim identity only;
     # builders read them there (``ctx.names.deployment``), under one name each.
-    @property
+    @functools.cached_property
     def names(self) -> ObjectNames:
-        """Every derived object name (objectnames.py)."""
+        """Every derived object name (objectnames.py), derived once per context."""
         return ObjectNames(self.identity)
 
     @property

@@ -22,6 +22,7 @@ digest collision is refused, never shared.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,21 +47,27 @@ class Identity:
     tenant_from_label: bool = False  # a claimless XR's tenant named by its sack8s.io/tenant label
     uid: str = ""  # the XR's metadata.uid: Crossplane's controller reference on what it composed
 
+    # The identity is frozen, so what is derived from it alone is derived once per instance
+    # (every composed object's metadata reads the labels, annotations and digests).
+    @functools.cached_property
+    def _parts(self) -> tuple[str, ...]:
+        return ("claim", self.namespace, self.name) if self.namespace else ("xr", self.name)
+
     def parts(self) -> tuple[str, ...]:
         """What names are derived from: the claim namespace and name as separate fields."""
-        return ("claim", self.namespace, self.name) if self.namespace else ("xr", self.name)
+        return self._parts
 
     def digest(self, *role: str) -> str:
         """A 100-bit digest of this identity and ``role``: the hash in every derived name."""
-        return names.digest(*self.parts(), *role)
+        return names.digest(*self._parts, *role)
 
-    @property
+    @functools.cached_property
     def claim_id(self) -> str:
         """The ``sack8s.io/owner`` label value: selects what this claim composed."""
         return self.digest("claim")
 
-    def labels(self) -> dict[str, str]:
-        """Ownership labels: managed-by, the claim's name (cut to fit a label) and owner digest."""
+    @functools.cached_property
+    def _labels(self) -> dict[str, str]:
         out = {
             names.LABEL_MANAGED_BY: names.MANAGED_BY,
             names.LABEL_CLAIM_NAME: names.label_value(self.name),
@@ -70,12 +77,22 @@ class Identity:
             out[names.LABEL_CLAIM_NAMESPACE] = names.label_value(self.namespace)
         return out
 
-    def annotations(self) -> dict[str, str]:
-        """The exact claim namespace and name, which labels cannot always hold."""
+    @functools.cached_property
+    def _annotations(self) -> dict[str, str]:
         out = {names.ANNOTATION_CLAIM_NAME: self.name}
         if self.namespace:
             out[names.ANNOTATION_CLAIM_NAMESPACE] = self.namespace
         return out
+
+    def labels(self) -> dict[str, str]:
+        """Ownership labels: managed-by, the claim's name (cut to fit a label) and owner digest
+        (a new dict each call: callers add to it).
+        """
+        return dict(self._labels)
+
+    def annotations(self) -> dict[str, str]:
+        """The exact claim namespace and name, which labels cannot always hold (a new dict)."""
+        return dict(self._annotations)
 
     def owns(self, obj: Mapping[str, Any] | None) -> bool:
         """Whether a live object was composed for exactly this identity (all marks agree)."""
