@@ -36,10 +36,9 @@ from function.edge.requirements import requirements_for
 from function.edge.sources import SourceFactory, claim_repository, configdata_schema
 from function.edge.structs import (
     Lazy,
+    composed_entry,
     desired_field,
     put,
-    resource_entry,
-    struct_bytes,
     to_dict,
 )
 from function.errors import SackError
@@ -294,7 +293,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
 
         ``response + desired`` (bytes) is the answer: ``desired`` holds the response's
         ``desired.resources`` entries this function composed (each object's serialized Struct
-        is memoised by content, :func:`function.edge.structs.struct_bytes`), and protobuf
+        is memoised by key and content, :func:`function.edge.structs.composed_entry`), and protobuf
         merges a message field that occurs twice, so they are never built into the message
         field by field only to be serialized again.
         """
@@ -445,8 +444,7 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
                 put(earlier[key].resource, out.resources[key], self.memos)
                 earlier[key].ready = ready
             else:
-                entry = struct_bytes(out.resources[key], self.memos)
-                desired.append(resource_entry(key, entry, ready))
+                desired.append(composed_entry(key, out.resources[key], ready, self.memos))
         put(rsp.desired.composite.resource, {"status": out.status}, self.memos)
         if not out.all_ready:
             rsp.desired.composite.ready = fnv1.READY_FALSE

@@ -179,6 +179,31 @@ def resource_entry(key: str, resource: bytes, ready: int) -> bytes:
     )
 
 
+def composed_entry(
+    key: str, obj: Mapping[str, Any], ready: int, memos: Memos | None = None
+) -> bytes:
+    """``resource_entry(key, struct_bytes(obj), ready)``, remembered by ``key`` and content.
+
+    A composed object mostly repeats under its key from one reconcile to the next, so the whole
+    entry but its last byte (``ready``, one varint byte for every ``fnv1.Ready`` value) is kept
+    in memo table ``structs``: one lookup instead of the Struct's and the framing's.
+    """
+    if not 0 <= ready < 0x80:
+        return resource_entry(key, struct_bytes(obj, memos), ready)
+    try:
+        mkey = marshal.dumps((key, obj))
+    except ValueError:
+        return resource_entry(key, struct_bytes(obj, memos), ready)
+    head = memo(
+        "structs",
+        mkey,
+        lambda: resource_entry(key, struct_bytes(obj), 0)[:-1],
+        lambda b: 2 * len(mkey) + len(b),
+        memos,
+    )
+    return head + _SMALL[ready]
+
+
 def desired_field(entries: list[bytes]) -> bytes:
     """A RunFunctionResponse's ``desired`` field holding ``entries`` (b"" when none): appended
     to a serialized response, protobuf merges it into the ``desired`` already there.
