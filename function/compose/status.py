@@ -31,6 +31,7 @@ from function.api.claim import (
     StatusWarning,
 )
 from function.api.policy import Policy
+from function.cache import Memos, approx_size
 from function.compose import events, flux, ocmobjects, readiness
 from function.compose.context import Context
 from function.compose.events import Note, Severity
@@ -262,6 +263,36 @@ def _configdata(cd: Resource | None, mutation: FluxMutation) -> StatusConfigData
     )
 
 
+#: Keyword arguments of every status dump: None means "not reported"; exclude_unset leaves out
+#: an image's empty extraIdentity.
+_DUMP: dict[str, Any] = {"by_alias": True, "exclude_none": True, "exclude_unset": True}
+
+
+def _configdata_dumped(
+    cd: Resource | None, mutation: FluxMutation, memos: Memos | None
+) -> dict[str, Any]:
+    """``status.configData`` as written, a new dict each call: a pure function of the ConfigData
+    resource's name and the (memoised, shared) mutation, so dumped once per mutation object
+    (memo table ``mutations``, next to it; the entry holds the mutation, so its ``id`` stands
+    for it while the entry lives).
+    """
+    name = cd.name if cd else None
+    table = memos.mutations if memos is not None else None
+    key = ("status.configData", name, id(mutation))
+    hit = table.get(key) if table is not None else None
+    if hit is not None and hit[0] is mutation:
+        dumped: dict[str, Any] = hit[1]
+    else:
+        dumped = _configdata(cd, mutation).model_dump(**_DUMP)
+        if table is not None:
+            table.put(key, (mutation, dumped), 500 + approx_size(dumped))
+    out = dict(dumped)
+    for k, v in out.items():  # the callers' copy: lists of dicts, copied one level down
+        if isinstance(v, list):
+            out[k] = [dict(x) if isinstance(x, dict) else x for x in v]
+    return out
+
+
 def _blocked(b: readiness.Blocker) -> StatusBlocked:
     return StatusBlocked(
         kind=b.kind, name=b.name, namespace=b.namespace, reason=b.reason, message=b.message
@@ -278,6 +309,7 @@ def build(
     mutation: FluxMutation,
     blocked: readiness.Blocker | None,
     notes: list[Note],
+    memos: Memos | None = None,
 ) -> dict[str, Any]:
     """The XR status of this reconcile, as the XRD's ``status`` schema declares it.
 
@@ -291,6 +323,7 @@ def build(
         mutation: The ConfigData result (substitutions, skipped rules, unused values).
         blocked: The object blocking readiness (:func:`blocker`), None when ready.
         notes: Every note of this reconcile: its Warnings become ``status.warnings``.
+        memos: The memo tables (``status.configData`` is dumped once per mutation).
 
     Returns:
         The ``status`` object of the desired XR.
@@ -299,9 +332,10 @@ def build(
         component=_component(ctx.spec, cv, normalised),
         images=image_list,
         deploy=_deploy(ctx, deployed),
-        configData=_configdata(cd, mutation),
         blockedBy=_blocked(blocked) if blocked is not None else None,
         warnings=[StatusWarning(**w) for w in events.current_warnings(notes)],
     )
-    # None means "not reported"; exclude_unset leaves out an image's empty extraIdentity.
-    return status.model_dump(by_alias=True, exclude_none=True, exclude_unset=True)
+    dumped = status.model_dump(**_DUMP)
+    # configData (unset above, so left out) goes in at its place in the model's field order.
+    dumped["configData"] = _configdata_dumped(cd, mutation, memos)
+    return {f: dumped[f] for f in Status.model_fields if f in dumped}
