@@ -272,20 +272,22 @@ def _configdata_dumped(
     cd: Resource | None, mutation: FluxMutation, memos: Memos | None
 ) -> dict[str, Any]:
     """``status.configData`` as written, a new dict each call: a pure function of the ConfigData
-    resource's name and the (memoised, shared) mutation, so dumped once per mutation object
-    (memo table ``mutations``, next to it; the entry holds the mutation, so its ``id`` stands
-    for it while the entry lives).
+    resource's name and the mutation's trace, skipped rules and unused values -- immutable
+    tuples shared by the memoised mutation and every copy of it (``_settled``) -- so dumped once
+    per those tuples (memo table ``mutations``, next to it; the entry holds them, so their
+    ``id`` stands for them while it lives).
     """
     name = cd.name if cd else None
+    parts = (mutation.trace, mutation.skipped, mutation.unused_values)
     table = memos.mutations if memos is not None else None
-    key = ("status.configData", name, id(mutation))
+    key = ("status.configData", name, *map(id, parts))
     hit = table.get(key) if table is not None else None
-    if hit is not None and hit[0] is mutation:
+    if hit is not None and all(a is b for a, b in zip(hit[0], parts, strict=True)):
         dumped: dict[str, Any] = hit[1]
     else:
         dumped = _configdata(cd, mutation).model_dump(**_DUMP)
         if table is not None:
-            table.put(key, (mutation, dumped), 500 + approx_size(dumped))
+            table.put(key, (parts, dumped), 500 + approx_size(dumped))
     out = dict(dumped)
     for k, v in out.items():  # the callers' copy: lists of dicts, copied one level down
         if isinstance(v, list):
