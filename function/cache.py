@@ -57,7 +57,7 @@ MB = 1024 * 1024
 DEFAULT_MAX_BYTES = 128 * MB
 DEFAULT_TTL = 60.0
 DEFAULT_MAX_TTL_ENTRIES = 4096
-DEFAULT_MEMO_BYTES = 176 * MB
+DEFAULT_MEMO_BYTES = 224 * MB
 DEFAULT_RESPONSE_BYTES = 256 * MB
 DEFAULT_ALIASES = 100_000  # ~200 B each: one per claim and unchanged content
 UNBOUNDED = 1 << 62
@@ -303,15 +303,20 @@ _SHARES = {
     "digests": 32,  # content digests of immutable inputs, by object identity
     "images": 4,  # image tables, by (descriptor manifest digest, repository, unpinned policy)
     "structs": 24,  # composed objects' serialized Structs, by their content (marshal)
+    "packed_structs": 40,  # the same, compressed together per claim (~2 kB each, medium)
+    "struct_dictionaries": 8,  # per component: a claim's entries, packed_structs' zlib zdict
     "policies": 2,  # parsed function inputs, by their deterministic serialization
     "specs": 4,  # parsed claim specs, by their deterministic serialization
-    "admissions": 2,  # admitted claims (repository, Admission), by (spec, input, identity)
+    "admissions": 24,  # admitted claims (repository, Admission), by (spec, input, identity)
     "observed": 8,  # observed objects' statuses as plain data, by their serialization
     "selfcontained": 1,  # remote references found in a deployable, by its files' digest
     "integrity": 1,  # verified signatures and normalised digests, by (descriptor digest, keys)
 }
 _ENTRIES = {
     "packed_mutations": 100_000,
+    "packed_structs": 100_000,
+    "admissions": 100_000,
+    "struct_dictionaries": 256,
     "configdata": 1024,
     "validators": 1024,
     "expressions": 4096,

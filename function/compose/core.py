@@ -322,7 +322,7 @@ def compose(inp: CoreInput) -> CoreOutput:
     notes.extend(waiting)
     normalised = verified.normalised
     xr_status = status.build(
-        ctx, cv, normalised, image_list, deployed, cd, mutation, blocked, notes, inp.memos
+        ctx, cv, normalised, image_list, deployed, cd, mutation, blocked, notes
     )
     emit = events.to_emit(notes, blocked, inp.xr_status)
     return CoreOutput(desired, ready, xr_status, emit, blocked is None, blocked)

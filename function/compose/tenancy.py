@@ -34,6 +34,7 @@ Crossplane's controller reference, on the object itself: namespaces.observed_own
 from __future__ import annotations
 
 import fnmatch
+import functools
 import importlib
 import re
 import re._constants as _c
@@ -85,6 +86,7 @@ def _starts(seq: list[Any], text: str) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of the policy's pattern: once each
 def pattern_ambiguity(pattern: str, *, required: bool) -> str | None:
     """Why ``pattern`` could let one namespace name fit two tenants (None: it cannot).
 

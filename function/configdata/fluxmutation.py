@@ -132,8 +132,8 @@ def mutate(inp: MutationInput, memos: Memos | None = None) -> FluxMutation:
         packed_key = _packed_key(key)
         packed = memos.tables["packed_mutations"].get(packed_key)
         if packed is not None and (packed[0] is inp.component or packed[0] == inp.component):
+            # not put back into ``mutations``: a fleet that outgrew it would only churn it
             unpacked: FluxMutation = pickle.loads(zlib.decompress(packed[1]))  # noqa: S301 - ours
-            memos.mutations.put(key, (inp.component, unpacked), _size(unpacked))
             return _settled(unpacked, inp.image_pairs)
     result = _checked(inp, memos)
     if memos is not None and key is not None:

@@ -9,6 +9,7 @@ with its traceback but reported without internals.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging as stdlogging
 import math
 import sys
@@ -35,8 +36,8 @@ from function.edge.reads import view
 from function.edge.requirements import requirements_for
 from function.edge.sources import SourceFactory, claim_repository, configdata_schema
 from function.edge.structs import (
+    ClaimStructs,
     Lazy,
-    composed_entry,
     desired_field,
     put,
     to_dict,
@@ -54,6 +55,15 @@ def _observed_xr(res: Any, memos: Memos) -> Lazy:
     spec and status once per distinct content).
     """
     return Lazy(res, memos)
+
+
+def _digest_of(*parts: bytes) -> bytes:
+    """SHA-256 of ``parts``, each length-prefixed (no two part lists give one input)."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(len(p).to_bytes(8, "big"))
+        h.update(p)
+    return h.digest()
 
 
 def _admit(spec: Any, policy: Any, identity: Any) -> tuple[Any, admission.Admission]:
@@ -293,9 +303,10 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
 
         ``response + desired`` (bytes) is the answer: ``desired`` holds the response's
         ``desired.resources`` entries this function composed (each object's serialized Struct
-        is memoised by key and content, :func:`function.edge.structs.composed_entry`), and protobuf
-        merges a message field that occurs twice, so they are never built into the message
-        field by field only to be serialized again.
+        is memoised by key and content, and kept packed per claim:
+        :class:`function.edge.structs.ClaimStructs`), and protobuf merges a message field that
+        occurs twice, so they are never built into the message field by field only to be
+        serialized again.
         """
         with recording() as facts:
             rsp, desired, outcome = await self._answer(req)
@@ -373,11 +384,13 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         identity = identity_of(xr)
         # Admission is a pure function of the claim spec, the policy and the identity: decided
         # once per distinct triple (a claim whose status changed is admitted as before).
+        # Keyed by a digest of the spec and the input (not the bytes: a fleet's entries would
+        # each hold a copy of the input) and the identity, so 10,000 claims' admissions fit.
         repository, admitted = memo(
             "admissions",
-            None if spec_key is None else (spec_key, policy_key, identity),
+            None if spec_key is None else (_digest_of(spec_key, policy_key), identity),
             lambda: _admit(spec, policy, identity),
-            lambda _: 4_000,
+            lambda _: 1_500,
             self.memos,
         )
         log.debug(
@@ -438,14 +451,20 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             )
         )
         earlier = rsp.desired.resources  # what earlier steps composed: merged into, as before
+        claim = ClaimStructs(
+            (*identity.parts(), identity.xr_name),
+            self.memos,
+            family=loaded.component.descriptor_digest,
+        )
         for key in sorted(out.resources):
             ready = fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
             if key in earlier:
                 put(earlier[key].resource, out.resources[key], self.memos)
                 earlier[key].ready = ready
             else:
-                desired.append(composed_entry(key, out.resources[key], ready, self.memos))
-        put(rsp.desired.composite.resource, {"status": out.status}, self.memos)
+                desired.append(claim.entry(key, out.resources[key], ready))
+        rsp.desired.composite.resource.MergeFromString(claim.struct({"status": out.status}))
+        claim.close()
         if not out.all_ready:
             rsp.desired.composite.ready = fnv1.READY_FALSE
         for note in out.notes:

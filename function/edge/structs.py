@@ -8,8 +8,10 @@ soon as data leaves a Struct; nothing in Kubernetes needs the distinction the ot
 
 from __future__ import annotations
 
+import hashlib
 import marshal
-from collections.abc import Iterator, Mapping
+import zlib
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
@@ -202,6 +204,152 @@ def composed_entry(
         memos,
     )
     return head + _SMALL[ready]
+
+
+#: A packed claim is compressed in chunks of this size, each against the same stretch of its
+#: component's reference claim (± the slack, for names of other lengths): zlib uses at most
+#: the last 32 kB of a preset dictionary, so one dictionary cannot cover a longer claim.
+_CHUNK = 16 * 1024
+_SLACK = 8 * 1024
+_REFERENCE = 512 * 1024  # the most of a reference claim kept
+
+
+def _pack(raw: bytes, ref: bytes) -> bytes:
+    """``raw`` compressed chunk by chunk against the matching stretches of ``ref``."""
+    parts = []
+    for start in range(0, len(raw), _CHUNK):
+        packer = zlib.compressobj(6, zdict=ref[max(0, start - _SLACK) : start + _CHUNK + _SLACK])
+        parts.append(packer.compress(raw[start : start + _CHUNK]) + packer.flush())
+    return marshal.dumps(parts)
+
+
+def _unpack(blob: bytes, ref: bytes) -> bytes:
+    parts = marshal.loads(blob)  # noqa: S302 - our own marshal of a list of bytes (_pack)
+    out = []
+    for i, part in enumerate(parts):
+        start = i * _CHUNK
+        unpacker = zlib.decompressobj(zdict=ref[max(0, start - _SLACK) : start + _CHUNK + _SLACK])
+        out.append(unpacker.decompress(part))
+    return b"".join(out)
+
+
+class ClaimStructs:
+    """The serialized objects of one claim's answer, kept per object and packed per claim.
+
+    A fleet's composed objects outnumber what memo table ``structs`` holds one by one (10,000
+    claims × ~37 objects), so a claim not composed lately would build every Struct again -- the
+    largest cost of its compute path. Each claim's entries are therefore also kept together,
+    compressed, in memo table ``packed_structs`` under the claim (``group``). Claims of one
+    component differ mostly in names, so they are compressed against the first packed claim of
+    the component (``family``, memo table ``struct_dictionaries``), chunk by chunk as preset
+    dictionaries (:func:`_pack`). An entry is found only by a digest of its
+    exact content (the ``marshal`` key of :func:`composed_entry`), so a stale or foreign group
+    can only miss; the group is written again only when its set of entries changed
+    (:meth:`close`).
+    """
+
+    __slots__ = ("_digests", "_family", "_group", "_heads", "_memos", "_packed")
+
+    def __init__(self, group: Hashable, memos: Memos | None, family: Hashable = None) -> None:
+        self._group = group
+        self._family = family
+        self._memos = memos
+        self._packed: dict[bytes, bytes] | None = None  # the group's entries, once unpacked
+        self._heads: dict[bytes, bytes] = {}  # this answer's entries by digest
+        self._digests: list[bytes] = []
+
+    def _unpack(self, memos: Memos) -> dict[bytes, bytes]:
+        got = memos.tables["packed_structs"].get(self._group)
+        if got is None:
+            return {}
+        _, ref_id, blob = got
+        ref = b""
+        if ref_id:
+            known = memos.tables["struct_dictionaries"].get(self._family)
+            if known is None or known[0] != ref_id:
+                return {}  # its reference is gone: rebuilt, and packed again
+            ref = known[1]
+        try:
+            # our own marshal of a dict of bytes → bytes, written by close() in this process
+            heads = marshal.loads(_unpack(blob, ref))  # noqa: S302
+        except (zlib.error, ValueError, EOFError, TypeError):
+            return {}
+        return heads if isinstance(heads, dict) else {}
+
+    def _readable(self, memos: Memos, ref_id: bytes) -> bool:
+        """Whether a group packed against reference ``ref_id`` can still be unpacked."""
+        if not ref_id:
+            return True
+        known = memos.tables["struct_dictionaries"].peek(self._family)
+        return known is not None and known[0] == ref_id
+
+    def _cached(self, mkey: bytes, build: Callable[[], bytes]) -> bytes:
+        memos = self._memos
+        if memos is None:
+            return build()
+        hot = memos.tables["structs"]
+        digest = hashlib.blake2b(mkey, digest_size=16).digest()
+        hit = hot.get(mkey)
+        if hit is not None:
+            head: bytes = hit[0]
+        else:
+            if self._packed is None:
+                self._packed = self._unpack(memos)
+            found = self._packed.get(digest)
+            if found is None:
+                head = build()
+                hot.put(mkey, (head,), 2 * len(mkey) + len(head))
+            else:  # a claim not composed lately: its group holds it, one table is enough
+                head = found
+        self._heads[digest] = head
+        self._digests.append(digest)
+        return head
+
+    def entry(self, key: str, obj: Mapping[str, Any], ready: int) -> bytes:
+        """:func:`composed_entry` of one of the claim's objects."""
+        if not 0 <= ready < 0x80:
+            return resource_entry(key, struct_bytes(obj, self._memos), ready)
+        try:
+            mkey = marshal.dumps((key, obj))
+        except ValueError:
+            return resource_entry(key, struct_bytes(obj, self._memos), ready)
+        head = self._cached(mkey, lambda: resource_entry(key, struct_bytes(obj), 0)[:-1])
+        return head + _SMALL[ready]
+
+    def struct(self, obj: Mapping[str, Any]) -> bytes:
+        """:func:`struct_bytes` of a Struct of the claim's answer (the XR's status)."""
+        try:
+            mkey = marshal.dumps(obj)
+        except ValueError:
+            return struct_bytes(obj, self._memos)
+        return self._cached(mkey, lambda: struct_bytes(obj))
+
+    def close(self) -> None:
+        """Write the group again if this answer's entries are not the ones it holds."""
+        memos = self._memos
+        if memos is None or not self._digests:
+            return
+        table = memos.tables["packed_structs"]
+        fingerprint = hashlib.blake2b(b"".join(sorted(self._digests)), digest_size=16).digest()
+        got = table.peek(self._group)
+        if got is not None and got[0] == fingerprint and self._readable(memos, got[1]):
+            return
+        raw = marshal.dumps(self._heads)
+        ref_id, ref = b"", b""
+        if self._family is not None:
+            refs = memos.tables["struct_dictionaries"]
+            known = refs.get(self._family)
+            # The component's first packed claim is the reference; a claim twice its size
+            # replaces it (a first answer may hold only a few objects), so it changes at most
+            # a few times and the groups packed against an old one are packed again once.
+            if known is None or 2 * len(known[1]) < min(len(raw), _REFERENCE):
+                ref = raw[:_REFERENCE]
+                ref_id = hashlib.blake2b(ref, digest_size=16).digest()
+                refs.put(self._family, (ref_id, ref), len(ref) + 200)
+            else:
+                ref_id, ref = known
+        blob = _pack(raw, ref)
+        table.put(self._group, (fingerprint, ref_id, blob), len(blob) + 200)
 
 
 def desired_field(entries: list[bytes]) -> bytes:
