@@ -24,7 +24,7 @@ from function.cache import Cache, Memos
 from function.edge import structs
 from function.edge.fn import FunctionRunner
 from function.edge.sources import SourceFactory
-from function.edge.structs import ClaimStructs, composed_entry, desired_field
+from function.edge.structs import ClaimStructs, desired_field, resource_entry, struct_bytes
 
 
 def objects(name: str, replicas: int = 2) -> dict[str, dict[str, Any]]:
@@ -100,7 +100,7 @@ def test_entries_are_what_the_sdk_builds() -> None:
         want.update({"a": [1, "b", None]})
         assert struct_pb2.Struct.FromString(claim.struct({"a": [1, "b", None]})) == want
         assert [claim.entry(k, objs[k], 1) for k in sorted(objs)] == [
-            composed_entry(k, objs[k], 1) for k in sorted(objs)
+            resource_entry(k, struct_bytes(objs[k]), 1) for k in sorted(objs)
         ]
 
 

@@ -120,6 +120,7 @@ def mutate(inp: MutationInput, memos: Memos | None = None) -> FluxMutation:
     if inp.flavour not in ("helm", "kustomize"):
         raise ValueError(f"unknown flavour {inp.flavour!r}")
     key = _memo_key(inp, memos) if memos else None
+    packed_key = None  # computed past a miss of ``mutations`` only, and kept for the store
     if memos is not None and key is not None:
         hit = memos.mutations.get(key)
         # The key holds the descriptor digest; the component itself is compared too, so two
@@ -144,7 +145,7 @@ def mutate(inp: MutationInput, memos: Memos | None = None) -> FluxMutation:
             blob = None
         if blob is not None:
             entry = (inp.component, blob)
-            memos.tables["packed_mutations"].put(_packed_key(key), entry, len(blob) + 200)
+            memos.tables["packed_mutations"].put(packed_key, entry, len(blob) + 200)
     return _settled(result, inp.image_pairs)
 
 

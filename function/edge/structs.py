@@ -181,31 +181,6 @@ def resource_entry(key: str, resource: bytes, ready: int) -> bytes:
     )
 
 
-def composed_entry(
-    key: str, obj: Mapping[str, Any], ready: int, memos: Memos | None = None
-) -> bytes:
-    """``resource_entry(key, struct_bytes(obj), ready)``, remembered by ``key`` and content.
-
-    A composed object mostly repeats under its key from one reconcile to the next, so the whole
-    entry but its last byte (``ready``, one varint byte for every ``fnv1.Ready`` value) is kept
-    in memo table ``structs``: one lookup instead of the Struct's and the framing's.
-    """
-    if not 0 <= ready < 0x80:
-        return resource_entry(key, struct_bytes(obj, memos), ready)
-    try:
-        mkey = marshal.dumps((key, obj))
-    except ValueError:
-        return resource_entry(key, struct_bytes(obj, memos), ready)
-    head = memo(
-        "structs",
-        mkey,
-        lambda: resource_entry(key, struct_bytes(obj), 0)[:-1],
-        lambda b: 2 * len(mkey) + len(b),
-        memos,
-    )
-    return head + _SMALL[ready]
-
-
 #: A packed claim is compressed in chunks of this size, each against the same stretch of its
 #: component's reference claim (± the slack, for names of other lengths): zlib uses at most
 #: the last 32 kB of a preset dictionary, so one dictionary cannot cover a longer claim.
@@ -242,13 +217,12 @@ class ClaimStructs:
     compressed, in memo table ``packed_structs`` under the claim (``group``). Claims of one
     component differ mostly in names, so they are compressed against the first packed claim of
     the component (``family``, memo table ``struct_dictionaries``), chunk by chunk as preset
-    dictionaries (:func:`_pack`). An entry is found only by a digest of its
-    exact content (the ``marshal`` key of :func:`composed_entry`), so a stale or foreign group
-    can only miss; the group is written again only when its set of entries changed
-    (:meth:`close`).
+    dictionaries (:func:`_pack`). An entry is found only by a digest of its exact content
+    (``marshal`` of the key and the object), so a stale or foreign group can only miss; the
+    group is written again only when its set of entries changed (:meth:`close`).
     """
 
-    __slots__ = ("_digests", "_family", "_group", "_heads", "_memos", "_packed")
+    __slots__ = ("_family", "_group", "_heads", "_memos", "_packed")
 
     def __init__(self, group: Hashable, memos: Memos | None, family: Hashable = None) -> None:
         self._group = group
@@ -256,9 +230,8 @@ class ClaimStructs:
         self._memos = memos
         self._packed: dict[bytes, bytes] | None = None  # the group's entries, once unpacked
         self._heads: dict[bytes, bytes] = {}  # this answer's entries by digest
-        self._digests: list[bytes] = []
 
-    def _unpack(self, memos: Memos) -> dict[bytes, bytes]:
+    def _load_group(self, memos: Memos) -> dict[bytes, bytes]:
         got = memos.tables["packed_structs"].get(self._group)
         if got is None:
             return {}
@@ -294,7 +267,7 @@ class ClaimStructs:
             head: bytes = hit[0]
         else:
             if self._packed is None:
-                self._packed = self._unpack(memos)
+                self._packed = self._load_group(memos)
             found = self._packed.get(digest)
             if found is None:
                 head = build()
@@ -302,11 +275,15 @@ class ClaimStructs:
             else:  # a claim not composed lately: its group holds it, one table is enough
                 head = found
         self._heads[digest] = head
-        self._digests.append(digest)
         return head
 
     def entry(self, key: str, obj: Mapping[str, Any], ready: int) -> bytes:
-        """:func:`composed_entry` of one of the claim's objects."""
+        """One of the claim's ``desired.resources`` entries (:func:`resource_entry`).
+
+        An object mostly repeats under its key from one reconcile to the next, so the whole
+        entry but its last byte (``ready``, one varint byte for every ``fnv1.Ready`` value) is
+        kept: one lookup instead of the Struct's and the framing's.
+        """
         if not 0 <= ready < 0x80:
             return resource_entry(key, struct_bytes(obj, self._memos), ready)
         try:
@@ -327,10 +304,10 @@ class ClaimStructs:
     def close(self) -> None:
         """Write the group again if this answer's entries are not the ones it holds."""
         memos = self._memos
-        if memos is None or not self._digests:
+        if memos is None or not self._heads:
             return
         table = memos.tables["packed_structs"]
-        fingerprint = hashlib.blake2b(b"".join(sorted(self._digests)), digest_size=16).digest()
+        fingerprint = hashlib.blake2b(b"".join(sorted(self._heads)), digest_size=16).digest()
         got = table.peek(self._group)
         if got is not None and got[0] == fingerprint and self._readable(memos, got[1]):
             return
