@@ -83,8 +83,15 @@ async def measure(
         # lately, whose mutation is kept packed only ("evicted")
         fresh = {
             "new-claim": ("mutations", "packed_mutations"),
-            "unseen": ("mutations", "packed_mutations", "specs", "admissions", "structs"),
-            "evicted": ("mutations", "specs", "admissions", "structs"),
+            "unseen": (
+                "mutations",
+                "packed_mutations",
+                "specs",
+                "admissions",
+                "structs",
+                "claim_answers",
+            ),
+            "evicted": ("mutations", "specs", "admissions", "structs", "claim_answers"),
         }.get(path, ())
 
         async def call(b: bytes) -> object:

@@ -59,6 +59,7 @@ DEFAULT_TTL = 60.0
 DEFAULT_MAX_TTL_ENTRIES = 4096
 DEFAULT_MEMO_BYTES = 224 * MB
 DEFAULT_RESPONSE_BYTES = 256 * MB
+PLAIN_RESPONSE_BYTES = 8 * MB  # at most, of the answers' budget: the recent ones unpacked
 DEFAULT_ALIASES = 100_000  # ~200 B each: one per claim and unchanged content
 UNBOUNDED = 1 << 62
 
@@ -305,6 +306,7 @@ _SHARES = {
     "structs": 24,  # composed objects' serialized Structs, by their content (marshal)
     "packed_structs": 40,  # the same, compressed together per claim (~2 kB each, medium)
     "struct_dictionaries": 8,  # per component: a claim's entries, packed_structs' zlib zdict
+    "claim_answers": 4,  # the last desired objects of a few claims, whole (ClaimStructs.answer)
     "policies": 2,  # parsed function inputs, by their deterministic serialization
     "specs": 4,  # parsed claim specs, by their deterministic serialization
     "admissions": 24,  # admitted claims (repository, Admission), by (spec, input, identity)
@@ -317,6 +319,7 @@ _ENTRIES = {
     "packed_structs": 100_000,
     "admissions": 100_000,
     "struct_dictionaries": 256,
+    "claim_answers": 64,
     "configdata": 1024,
     "validators": 1024,
     "expressions": 4096,
@@ -500,10 +503,15 @@ class Responses:
     def __init__(self, max_bytes: int = DEFAULT_RESPONSE_BYTES) -> None:
         self.max_bytes = max_bytes
         self.stats = ResponseStats()
-        self._lru = Lru("responses", max_bytes=max_bytes)
+        plain = min(max_bytes // 32, PLAIN_RESPONSE_BYTES)
+        self._lru = Lru("responses", max_bytes=max_bytes - plain)
         # exact content digest -> view key: a request seen before skips the projection. Both
         # are functions of the content, so an alias is never wrong, only possibly evicted.
         self._aliases = Lru("response-aliases", max_entries=DEFAULT_ALIASES)
+        # The answers asked for most lately, kept unpacked as well: a hit on one of them
+        # costs no inflate (0.03 ms of a 0.14 ms small hit). Same keys as the packed table,
+        # and only read once the packed entry's facts are checked, so never staler than it.
+        self._plain = Lru("responses-plain", max_bytes=plain)
 
     @property
     def enabled(self) -> bool:
@@ -528,10 +536,15 @@ class Responses:
         if not all(cache.still_holds(k, v) for cache, k, v in facts):
             self.stats.stale += 1
             self._lru.pop(key)
+            self._plain.pop(key)
             return None
         self.stats.reused += 1
         lifetime = min((cache.remaining(k) for cache, k, _ in facts), default=None)
-        return zlib.decompress(packed), lifetime, note
+        body = self._plain.get(key)
+        if body is None:
+            body = zlib.decompress(packed)
+            self._plain.put(key, body, len(body))
+        return body, lifetime, note
 
     def store(self, key: bytes, payload: bytes, facts: Facts, note: Any = None) -> bool:
         if (
@@ -550,6 +563,7 @@ class Responses:
             self.stats.refused += 1
             return False
         self._lru.put(key, (packed, deps, note), nbytes)
+        self._plain.put(key, payload, len(payload))
         self.stats.payload_bytes += len(payload)
         self.stats.packed_bytes += len(packed)
         self.stats.stored += 1

@@ -215,12 +215,53 @@ async def test_an_answer_from_packed_entries_equals_one_computed_without_memos(
         obj["status"] = {"conditions": [READY]}
         resource.update(req.observed.resources[k], obj)
     steady = await _composed(runner, req)
+    whole = await _composed(runner, req)  # the same again: answered whole (claim_answers)
+    assert runner.memos.tables["claim_answers"].stats.hits > 0
     runner.memos.tables["structs"].clear()
+    runner.memos.tables["claim_answers"].clear()
     hits = runner.memos.tables["packed_structs"].stats.hits
     packed = await _composed(runner, req)
     assert runner.memos.tables["packed_structs"].stats.hits > hits
     fresh = FunctionRunner(sources=SourceFactory(cache=Cache()), memos=Memos(max_bytes=0))
     computed = await _composed(fresh, req)
     assert len(packed.desired.resources) > 10
-    assert packed.desired == computed.desired == steady.desired
+    assert packed.desired == computed.desired == steady.desired == whole.desired
     assert packed.SerializeToString() == steady.SerializeToString()
+
+
+def test_a_claim_answered_again_whole_equals_built_and_misses_on_any_change(builds) -> None:
+    """``ClaimStructs.answer``: the same objects, readiness and status again are given from
+    the claim's last answer (nothing built, the same bytes); an object, a ready value or the
+    status changed is built as before, equal to what the SDK builds."""
+    memos = Memos()
+    group = ("claim", "team-a", "one", "one-x")
+    objs = objects("one")
+
+    def run(objs: dict[str, dict[str, Any]], ready: int, phase: str) -> tuple[bytes, bytes]:
+        claim = ClaimStructs(group, memos, "component-digest")
+        entries, status = claim.answer(
+            [(k, objs[k], ready) for k in sorted(objs)], {"phase": phase}
+        )
+        return desired_field(entries), status
+
+    first = run(objs, fnv1.READY_TRUE, "a")
+    built = len(builds)
+    assert built > 0
+    assert run(objects("one"), fnv1.READY_TRUE, "a") == first  # as the core builds them
+    assert len(builds) == built  # answered whole: nothing built
+    for changed, ready, phase in (
+        (objects("one", replicas=3), fnv1.READY_TRUE, "a"),
+        (objs, fnv1.READY_FALSE, "a"),
+        (objs, fnv1.READY_TRUE, "b"),
+        (objs, fnv1.READY_TRUE, "a"),  # back to the first: still equal to what is built
+    ):
+        entries, status = run(changed, ready, phase)
+        got = fnv1.RunFunctionResponse()
+        got.MergeFromString(entries)
+        want = state_of(changed)
+        for k in want.resources:
+            want.resources[k].ready = ready
+        assert got.desired.resources == want.resources
+        xr = struct_pb2.Struct()
+        xr.MergeFromString(status)
+        assert resource.struct_to_dict(xr) == {"status": {"phase": phase}}

@@ -333,3 +333,31 @@ def test_a_real_deeper_module_line_carries_the_claim(
     assert deeper, logs
     for entry in logs:
         assert entry.get("xr") == "podinfo" and entry.get("claim") == "team-a/podinfo", entry
+
+
+def test_composed_is_said_at_info_when_it_changes() -> None:
+    """A claim's first answer is logged at info; the same answer again at debug (a fleet's
+    steady polls); an answer that changed (more objects, once what it composed is observed)
+    at info again, as is another claim's."""
+    xr, policy = example()
+    r = runner()
+    with structlog.testing.capture_logs() as logs:
+        first = asyncio.run(render(copy.deepcopy(xr), policy, runner=r))
+        asyncio.run(render(copy.deepcopy(xr), policy, runner=r))
+        # Everything the first answer composed (its namespaces) observed and Ready: the next
+        # answer composes the rest.
+        observed = [
+            {**obj, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+            for obj in first.resources
+        ]
+        asyncio.run(render(copy.deepcopy(xr), policy, runner=r, observed=observed))
+        other = copy.deepcopy(xr)
+        as_claim(other, "ns-b", "b", xr_name="b-x")
+        asyncio.run(render(other, policy, runner=r))
+    said = [(e["log_level"], e["xr"]) for e in logs if e.get("event") == "composed"]
+    assert said == [
+        ("info", "podinfo"),
+        ("debug", "podinfo"),
+        ("info", "podinfo"),
+        ("info", "b-x"),
+    ], said

@@ -344,3 +344,16 @@ async def test_ttl_is_chosen(fixture_registry) -> None:
                 local.required_resources[k].CopyFrom(fnv1.Resources())
         assert rsp.desired.resources and fatal(rsp) is None
         assert rsp.meta.ttl.seconds == 0  # read a local mirror: not reusable
+
+
+def test_what_is_deleted_by_name_is_never_a_read_field() -> None:
+    """``reads._only`` deletes the usual churn by name before it looks for anything else: a
+    name there that the function reads would be pruned from the view unseen."""
+    for allowed, churn in (
+        (reads._TOP, reads._TOP_CHURN),
+        (reads._TOP_SPEC, ()),
+        (reads._META, reads._META_CHURN),
+        (reads._META_GEN, reads._META_CHURN_GEN),
+    ):
+        assert not set(allowed) & set(churn), (allowed, churn)
+    assert "spec" in reads._TOP_SPEC and "generation" in reads._META_GEN

@@ -67,7 +67,9 @@ def digest(*parts: str) -> str:
         data = p.encode()
         h.update(len(data).to_bytes(4, "big"))
         h.update(data)
-    return base64.b32encode(h.digest()).decode().lower()[:HASH_CHARS]
+    # base32 encodes 5-byte groups on their own: the first 15 bytes give the same first 24
+    # characters as the whole digest, at half the cost (a fleet's names miss this cache).
+    return base64.b32encode(h.digest()[:15]).decode().lower()[:HASH_CHARS]
 
 
 @functools.lru_cache(maxsize=8192)

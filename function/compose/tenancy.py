@@ -294,7 +294,9 @@ def check_live(
     ownership marks (namespaces.observed_own); a live Namespace carrying them counts too.
     Anything else is checked as a new name.
     """
-    tenant_names = compiled(policy.namespaces.tenantPattern, identity, "namespaces.tenantPattern")
+    # Compiled only for a name not yet ours: in steady state every name is proven, and a
+    # fleet's per-claim patterns would only churn re's own cache of 512.
+    tenant_names: re.Pattern[str] | None = None
     for i, ns in enumerate(spec.namespaces):
         where = f"spec.namespaces[{i}]"
         live = existing.get(ns.name)
@@ -320,6 +322,10 @@ def check_live(
         if live is None:  # a free name (or not known yet): only what the tenant may create
             if SEPARATOR in identity.tenant:
                 raise PolicyViolation(f"{where}.name", _separator_tenant(ns.name, identity, policy))
+            if tenant_names is None:
+                tenant_names = compiled(
+                    policy.namespaces.tenantPattern, identity, "namespaces.tenantPattern"
+                )
             if not tenant_names.fullmatch(ns.name):
                 raise PolicyViolation(f"{where}.name", _not_in_space(ns.name, identity, policy))
             continue

@@ -171,6 +171,8 @@ INLINE_MS = 20.0
 #: The GIL switch interval while a composition runs in a worker thread (s): the event loop
 #: and short renders are not queued behind a long one for the default 5 ms.
 THREADED_SWITCH_INTERVAL = 0.001
+#: Claims whose last ``composed`` line is remembered (one past it is said at info again).
+REPORTED_CLAIMS = 20_000
 
 
 # Worker-thread compositions in flight in this process (every runner's), and the switch
@@ -264,6 +266,8 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
 
     def __post_init__(self) -> None:
         self.log = logging.get_logger()
+        # what each claim's last ``composed`` line at info said (a few hundred bytes a claim)
+        self._reported = Lru("composed-reported", max_entries=REPORTED_CLAIMS)
         metrics.watch_cache(self.sources.cache)
         metrics.watch_memos(self.memos)
         if self.sources.on_registry_get is None:
@@ -456,15 +460,17 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             self.memos,
             family=loaded.component.descriptor_digest,
         )
+        items = []
         for key in sorted(out.resources):
             ready = fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
             if key in earlier:
                 put(earlier[key].resource, out.resources[key], self.memos)
                 earlier[key].ready = ready
             else:
-                desired.append(claim.entry(key, out.resources[key], ready))
-        rsp.desired.composite.resource.MergeFromString(claim.struct({"status": out.status}))
-        claim.close()
+                items.append((key, out.resources[key], ready))
+        entries, status = claim.answer(items, out.status)
+        desired.extend(entries)
+        rsp.desired.composite.resource.MergeFromString(status)
         if not out.all_ready:
             rsp.desired.composite.ready = fnv1.READY_FALSE
         for note in out.notes:
@@ -485,7 +491,14 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         rsp.conditions.append(_warnings_condition(out.status.get("warnings") or []))
         for warning in admitted.warnings:  # an ambiguous namespace pattern ops accepted
             log.warning("ambiguous namespace pattern", message=warning)
-        log.info(
+        # At info when what a claim's answer says changed since this process last said it
+        # (first compose, another version, resource count or readiness); a fleet's steady
+        # polls -- 10,000 claims a minute -- repeat at debug.
+        said = (loaded.component.version, len(out.resources), out.all_ready)
+        group = (*identity.parts(), identity.xr_name)
+        level = log.debug if self._reported.get(group) == said else log.info
+        self._reported.put(group, said, 0)
+        level(
             "composed",
             resources=len(out.resources),
             version=loaded.component.version,

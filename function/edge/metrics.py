@@ -71,6 +71,8 @@ REGISTRY_LATENCY = Histogram(
     registry=REGISTRY,
 )
 
+_OUTCOMES: dict[str, Any] = {}
+
 _SEVERITY = {0: "Unspecified", 1: "Fatal", 2: "Warning", 3: "Normal"}
 
 
@@ -80,7 +82,10 @@ def severity_name(value: int) -> str:
 
 def observe_request(outcome: str, seconds: float, results: Iterable[tuple[int, str]]) -> None:
     """Record one RunFunction call: its outcome, duration and every (severity, reason) result."""
-    REQUESTS.labels(outcome).inc()
+    counter = _OUTCOMES.get(outcome)
+    if counter is None:  # labels() takes a lock and builds a key: looked up once an outcome
+        counter = _OUTCOMES[outcome] = REQUESTS.labels(outcome)
+    counter.inc()
     DURATION.observe(seconds)
     for severity, reason in results:
         RESULTS.labels(severity_name(severity), reason or "Unspecified").inc()

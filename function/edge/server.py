@@ -17,6 +17,7 @@ graceful stop on SIGTERM.
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 import time
 from collections.abc import Sequence
@@ -91,9 +92,15 @@ class RawRunFunction:
 
 def _meta(tag: str, ttl: float) -> bytes:
     """The serialized ``meta`` field of a response (field 1, first on the wire)."""
+    return _meta_bytes(tag, round(ttl))
+
+
+@functools.lru_cache(maxsize=4096)
+def _meta_bytes(tag: str, seconds: int) -> bytes:
+    # A claim polled with unchanged content sends the same tag each time: built once.
     out = fnv1.RunFunctionResponse()
     out.meta.tag = tag
-    out.meta.ttl.FromTimedelta(timedelta(seconds=round(ttl)))
+    out.meta.ttl.FromTimedelta(timedelta(seconds=seconds))
     return out.SerializeToString()
 
 
