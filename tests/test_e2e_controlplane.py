@@ -189,9 +189,21 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def _free_block(size: int) -> int:
+    """``size`` free ports in a row, below the kernel's ephemeral range: a port in it can be
+    taken by any outgoing connection between this check and the controller's bind (seen: the
+    kustomize-controller's metrics port, "address already in use", no Kustomization reconciled).
+    """
+    high = max(_ephemeral_low(), 12000)
     for _ in range(200):
-        base = random.randrange(20000, 60000 - size)
+        base = random.randrange(10000, high - size)
         if all(_port_free(base + i) for i in range(size)):
             return base
     raise RuntimeError("no free port block")
