@@ -455,11 +455,8 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
             )
         )
         earlier = rsp.desired.resources  # what earlier steps composed: merged into, as before
-        claim = ClaimStructs(
-            (*identity.parts(), identity.xr_name),
-            self.memos,
-            family=loaded.component.descriptor_digest,
-        )
+        group = (*identity.parts(), identity.xr_name)  # this claim's XR, for the per-claim memos
+        claim = ClaimStructs(group, self.memos, family=loaded.component.descriptor_digest)
         items = []
         for key in sorted(out.resources):
             ready = fnv1.READY_TRUE if out.ready[key] else fnv1.READY_FALSE
@@ -495,7 +492,6 @@ class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
         # (first compose, another version, resource count or readiness); a fleet's steady
         # polls -- 10,000 claims a minute -- repeat at debug.
         said = (loaded.component.version, len(out.resources), out.all_ready)
-        group = (*identity.parts(), identity.xr_name)
         level = log.debug if self._reported.get(group) == said else log.info
         self._reported.put(group, said, 0)
         level(

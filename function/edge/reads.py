@@ -172,12 +172,9 @@ def _sub(s: struct_pb2.Struct | None, name: str) -> struct_pb2.Struct | None:
     return value.struct_value if value.WhichOneof("kind") == "struct_value" else None
 
 
-def _keep(s: struct_pb2.Struct | None, names: Iterable[str]) -> None:
-    if s is None:
-        return
-    f = s.fields
-    for name in [n for n in f if n not in names]:
-        del f[name]
+def _keep(s: struct_pb2.Struct | None, names: tuple[str, ...]) -> None:
+    if s is not None:
+        _only(s.fields, names, ())
 
 
 def _drop(s: struct_pb2.Struct | None, names: Iterable[str]) -> None:

@@ -208,6 +208,14 @@ def _unpack(blob: bytes, ref: bytes) -> bytes:
     return b"".join(out)
 
 
+def _marshalled(value: Any) -> bytes | None:
+    """``marshal`` of ``value``, the exact-content key of plain data; None for anything else."""
+    try:
+        return marshal.dumps(value)
+    except ValueError:
+        return None
+
+
 class ClaimStructs:
     """The serialized objects of one claim's answer, kept per object and packed per claim.
 
@@ -284,25 +292,18 @@ class ClaimStructs:
         entry but its last byte (``ready``, one varint byte for every ``fnv1.Ready`` value) is
         kept: one lookup instead of the Struct's and the framing's.
         """
-        if not 0 <= ready < 0x80:
-            return resource_entry(key, struct_bytes(obj, self._memos), ready)
-        try:
-            mkey = marshal.dumps((key, obj))
-        except ValueError:
-            return resource_entry(key, struct_bytes(obj, self._memos), ready)
-        return self._entry(key, obj, ready, mkey)
+        return self._entry(key, obj, ready, _marshalled((key, obj)))
 
-    def _entry(self, key: str, obj: Mapping[str, Any], ready: int, mkey: bytes) -> bytes:
-        if not 0 <= ready < 0x80:
+    def _entry(self, key: str, obj: Mapping[str, Any], ready: int, mkey: bytes | None) -> bytes:
+        if mkey is None or not 0 <= ready < 0x80:  # not plain data, or ready past one byte
             return resource_entry(key, struct_bytes(obj, self._memos), ready)
         head = self._cached(mkey, lambda: resource_entry(key, struct_bytes(obj), 0)[:-1])
         return head + _SMALL[ready]
 
     def struct(self, obj: Mapping[str, Any]) -> bytes:
         """:func:`struct_bytes` of a Struct of the claim's answer (the XR's status)."""
-        try:
-            mkey = marshal.dumps(obj)
-        except ValueError:
+        mkey = _marshalled(obj)
+        if mkey is None:
             return struct_bytes(obj, self._memos)
         return self._cached(mkey, lambda: struct_bytes(obj))
 
@@ -318,26 +319,19 @@ class ClaimStructs:
         byte for byte -- one comparison instead of a digest and a lookup per object.
         """
         memos = self._memos
-        try:
-            mkeys = [marshal.dumps((key, obj)) for key, obj, _ in items]
-            whole = marshal.dumps(
-                (mkeys, bytes(ready for _, _, ready in items), marshal.dumps(status))
-            )
-        except ValueError:  # not plain data, or a ready value past one byte
-            whole = None
+        mkeys = [_marshalled((key, obj)) for key, obj, _ in items]
+        whole = None
+        if None not in mkeys and all(0 <= ready < 0x80 for _, _, ready in items):
+            whole = _marshalled((mkeys, bytes(ready for _, _, ready in items), status))
         table = None if memos is None else memos.tables["claim_answers"]
         if table is not None and whole is not None:
             last = table.get(self._group)
             if last is not None and last[0] == whole:
                 return last[1], last[2]
-        out = (
-            [
-                self._entry(key, obj, ready, mkey)
-                for (key, obj, ready), mkey in zip(items, mkeys, strict=True)
-            ]
-            if whole is not None
-            else [self.entry(key, obj, ready) for key, obj, ready in items]
-        )
+        out = [
+            self._entry(key, obj, ready, mkey)
+            for (key, obj, ready), mkey in zip(items, mkeys, strict=True)
+        ]
         st = self.struct({"status": status})
         self.close()
         if table is not None and whole is not None:
