@@ -72,6 +72,7 @@ class LruStats:
     hits: int = 0
     misses: int = 0
     evictions: int = 0
+    refused: int = 0  # puts a full table with a doorkeeper did not keep (first sight of a key)
 
 
 class Lru:
@@ -79,6 +80,12 @@ class Lru:
 
     A value larger than the whole byte budget is not kept (it is served, not cached).
     Guarded by a lock, so it is also safe from threads.
+
+    ``doorkeeper``: once the table is full, a new key is kept only the second time it is put
+    while remembered (a bounded set of recent keys' hashes, as many as the table holds
+    entries). Keys that come back further apart than the table reaches -- a fleet larger than
+    the table, polled round-robin -- would each evict an entry and be evicted unread; refused,
+    they cost a hash, and the entries that do come back stay.
     """
 
     def __init__(
@@ -87,6 +94,8 @@ class Lru:
         max_entries: int = UNBOUNDED,
         max_bytes: int = UNBOUNDED,
         on_evict: Callable[[], None] | None = None,
+        *,
+        doorkeeper: bool = False,
     ) -> None:
         self.name = name
         self.max_entries = max_entries
@@ -96,6 +105,7 @@ class Lru:
         self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self._seen: OrderedDict[int, None] | None = OrderedDict() if doorkeeper else None
 
     def __len__(self) -> int:
         return len(self._data)
@@ -120,10 +130,29 @@ class Lru:
             entry = self._data.get(key)
             return None if entry is None else entry[0]
 
+    def _refused(self, key: Hashable, nbytes: int) -> bool:
+        """Whether the doorkeeper keeps ``key`` out (the lock is held)."""
+        seen, data = self._seen, self._data
+        if seen is None or key in data:
+            return False
+        if len(data) < self.max_entries and self._bytes + nbytes <= self.max_bytes:
+            return False  # room: nothing is evicted for it
+        h = hash(key)
+        if h in seen:
+            del seen[h]
+            return False
+        seen[h] = None
+        while len(seen) > max(len(data), 64):
+            seen.popitem(last=False)
+        self.stats.refused += 1
+        return True
+
     def put(self, key: Hashable, value: Any, nbytes: int) -> None:
         if nbytes > self.max_bytes:
             return
         with self._lock:
+            if self._refused(key, nbytes):
+                return
             old = self._data.pop(key, None)
             if old is not None:
                 self._bytes -= old[1]
@@ -148,6 +177,8 @@ class Lru:
         with self._lock:
             self._data.clear()
             self._bytes = 0
+            if self._seen is not None:
+                self._seen.clear()
 
     def snapshot(self) -> dict[str, int]:
         return {"entries": len(self), "bytes": self._bytes, **asdict(self.stats)}
@@ -331,6 +362,11 @@ _ENTRIES = {
 }
 
 
+#: Tables filled on every request of a claim, per claim: a fleet larger than the table would
+#: turn it over on every pass (Lru's doorkeeper).
+_DOORKEEPER = frozenset(("specs", "observed", "claim_answers"))
+
+
 class Memos:
     """The memo tables of one process (or one test), within ``max_bytes`` together."""
 
@@ -338,7 +374,12 @@ class Memos:
         total = sum(_SHARES.values())
         self.max_bytes = max_bytes
         self.tables: dict[str, Lru] = {
-            name: Lru(name.replace("_", "-"), _ENTRIES.get(name, 8192), max_bytes * share // total)
+            name: Lru(
+                name.replace("_", "-"),
+                _ENTRIES.get(name, 8192),
+                max_bytes * share // total,
+                doorkeeper=name in _DOORKEEPER,
+            )
             for name, share in _SHARES.items()
         }
         self.configdata = self.tables["configdata"]
@@ -511,7 +552,8 @@ class Responses:
         # The answers asked for most lately, kept unpacked as well: a hit on one of them
         # costs no inflate (0.03 ms of a 0.14 ms small hit). Same keys as the packed table,
         # and only read once the packed entry's facts are checked, so never staler than it.
-        self._plain = Lru("responses-plain", max_bytes=plain)
+        # A fleet larger than it is kept out by the doorkeeper (Lru), not turned over.
+        self._plain = Lru("responses-plain", max_bytes=plain, doorkeeper=True)
 
     @property
     def enabled(self) -> bool:

@@ -19,7 +19,7 @@ import pytest
 from test_configdata_fluxmutation import tiny_cv
 
 from function.api.claim import Spec
-from function.cache import Cache, Lru, Memos, digest, files_digest
+from function.cache import MB, Cache, Lru, Memos, digest, files_digest
 from function.configdata.configure import validator_for
 from function.configdata.fluxmutation import mutation_for
 from function.configdata.model import parse_configdata
@@ -399,6 +399,49 @@ def test_memo_is_bounded():
     m.put("big", 1, 600)
     m.put("big2", 1, 600)
     assert m.get("big") is None and m.size_bytes <= 1000
+
+
+def test_a_doorkeeper_keeps_a_scan_out_of_a_full_table():
+    m = Lru("t", max_entries=100, doorkeeper=True)
+    for i in range(100):  # room: kept at once
+        m.put(i, i, 1)
+    assert len(m) == 100 and m.stats.refused == 0
+    # A round-robin over more keys than the table holds: each key comes back 1,000 puts
+    # later, further than the doorkeeper remembers, so none evicts a resident.
+    for _ in range(3):
+        for i in range(1000, 2000):
+            assert m.get(i) is None
+            m.put(i, i, 1)
+    assert m.stats.evictions == 0 and m.stats.refused == 3000
+    assert all(m.get(i) == i for i in range(100))  # what was kept still answers
+    # A key put twice while remembered is kept, evicting the least recent.
+    m.put("hot", 1, 1)
+    assert m.get("hot") is None
+    m.put("hot", 1, 1)
+    assert m.get("hot") == 1 and m.stats.evictions == 1 and len(m) == 100
+    # By bytes as well as entries.
+    b = Lru("b", max_bytes=10, doorkeeper=True)
+    b.put("x", 1, 10)
+    b.put("y", 2, 5)
+    assert b.get("y") is None and b.get("x") == 1
+    b.put("y", 2, 5)
+    assert b.get("y") == 2 and b.get("x") is None
+
+
+def test_a_fleet_larger_than_the_per_claim_tables_does_not_turn_them_over():
+    # specs, observed and claim_answers are written per claim on every request: past their
+    # size, a fleet polled round-robin would evict an entry on every request and read none.
+    memos = Memos(4 * MB)
+    for name in ("specs", "observed", "claim_answers"):
+        t = memos.tables[name]
+        n = 0
+        while t.stats.evictions == 0 and t.stats.refused == 0:
+            t.put(("claim", n), n, 20_000)
+            n += 1
+        for key in range(3 * n, 6 * n):
+            t.put(("claim", key), key, 20_000)
+        assert t.stats.evictions == 0 and t.stats.refused > 2 * n, name
+    assert memos.tables["packed_structs"].stats.refused == 0
 
 
 def test_identity_digests_follow_the_object_and_are_bounded():

@@ -18,6 +18,9 @@ leaks in and tests can read values without a server.
 ``sack8s_cache_*_total``                    the digest/TTL cache: hits, misses, coalesced,
                                             evictions, expirations, registry_requests
 ``sack8s_cache_bytes``                      bytes held by the digest-keyed cache
+``sack8s_memo_*_total{table}``              each memo table: hits, misses, evictions, refused
+                                            (kept out by a full table's doorkeeper)
+``sack8s_memo_bytes{table}``                bytes held by each memo table
 =========================================  =====================================================
 
 Label values are bounded: severities are three, reasons come from the error classes
@@ -159,7 +162,7 @@ _RESPONSES = _StatsCollector(
 _MEMOS = _StatsCollector(
     "sack8s_memo",
     "Memos of pure steps",
-    ("hits", "misses", "evictions"),
+    ("hits", "misses", "evictions", "refused"),
     "Bytes held by the memos.",
     lambda m: m.stats(),
     label="table",
