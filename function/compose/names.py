@@ -67,7 +67,7 @@ def base32_head(d: bytes) -> str:
 
     Every name a fleet's claims derive misses the cache below (~25 a claim), and CPython's
     ``b32encode`` is written in Python: two table lookups per 10 bits cost half as much, and
-    tests/test_names.py proves the result equal to ``b32encode``'s.
+    tests/test_compose_names.py proves the result equal to ``b32encode``'s.
     """
     n = int.from_bytes(d[:_HEAD_BYTES], "big")
     return "".join([_PAIRS[(n >> s) & 1023] for s in _SHIFTS])
